@@ -1,0 +1,72 @@
+"""The parpass IR: modules, the dataflow (:class:`Function`) and loop-level
+(:class:`PrimFunc`) function kinds, serialization, structural comparison,
+printing, builders and visitors.
+
+The node classes of each kind live in :mod:`parpass.ir.relax` and
+:mod:`parpass.ir.tir`; the most used ones are re-exported here.
+"""
+
+from parpass.ir import relax, tir
+from parpass.ir.ids import IdSupply
+from parpass.ir.module import IRModule
+from parpass.ir.node import Attrs, AttrValue, BaseFunc, GlobalVar, Node, Op
+from parpass.ir.op import OpInfo, get_op, list_ops, register_op
+from parpass.ir.printer import astext
+from parpass.ir.relax import (
+    Binding,
+    Call,
+    Constant,
+    Function,
+    If,
+    Param,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from parpass.ir.serialization import from_bytes, load, save, to_bytes
+from parpass.ir.structural import assert_structural_equal, structural_equal, structural_hash
+from parpass.ir.tir import Buffer, ForKind, PrimFunc
+from parpass.ir.types import PrimType, TensorType, TupleType, Type
+
+__all__ = [
+    "AttrValue",
+    "Attrs",
+    "BaseFunc",
+    "Binding",
+    "Buffer",
+    "Call",
+    "Constant",
+    "ForKind",
+    "Function",
+    "GlobalVar",
+    "IRModule",
+    "IdSupply",
+    "If",
+    "Node",
+    "Op",
+    "OpInfo",
+    "Param",
+    "PrimFunc",
+    "PrimType",
+    "SeqExpr",
+    "TensorType",
+    "Tuple",
+    "TupleGetItem",
+    "TupleType",
+    "Type",
+    "Var",
+    "assert_structural_equal",
+    "astext",
+    "from_bytes",
+    "get_op",
+    "list_ops",
+    "load",
+    "register_op",
+    "relax",
+    "save",
+    "structural_equal",
+    "structural_hash",
+    "tir",
+    "to_bytes",
+]

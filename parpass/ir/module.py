@@ -1,0 +1,256 @@
+"""IRModule: an ordered mapping from GlobalVar to functions (TVM's ``IRModule``).
+
+The module is a mutable container of immutable functions. It may hold a
+function as its encoded msgpack bytes and decode it only when it is read: the
+parallel executor passes worker results through the parent this way, and
+``load`` does the same, so untouched functions are never decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
+from typing import Union
+
+from parpass.errors import ReadOnlyModuleError, not_found
+from parpass.ir.node import AttrValue, BaseFunc, GlobalVar
+
+FuncKey = Union[str, GlobalVar]
+
+
+class _Slot:
+    """One function of a module: decoded, encoded, or both (decoding is cached)."""
+
+    __slots__ = ("func", "data")
+
+    def __init__(self, func: BaseFunc | None = None, data: bytes | None = None) -> None:
+        self.func = func
+        self.data = data
+
+    def get(self) -> BaseFunc:
+        if self.func is None:
+            from parpass.ir.serialization import decode_function
+
+            assert self.data is not None
+            self.func = decode_function(self.data)
+        return self.func
+
+    def encoded(self) -> bytes:
+        if self.data is None:
+            from parpass.ir.serialization import encode_function
+
+            assert self.func is not None
+            self.data = encode_function(self.func)
+        return self.data
+
+
+class _FunctionsView(Mapping[GlobalVar, BaseFunc]):
+    """Read-only, live view ``GlobalVar -> function`` of a module, in module order."""
+
+    __slots__ = ("_mod",)
+
+    def __init__(self, mod: IRModule) -> None:
+        self._mod = mod
+
+    def __getitem__(self, key: GlobalVar) -> BaseFunc:
+        return self._mod[key]
+
+    def __iter__(self) -> Iterator[GlobalVar]:
+        return iter(self._mod)
+
+    def __len__(self) -> int:
+        return len(self._mod)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._mod
+
+    def __repr__(self) -> str:
+        return f"<functions of module: {', '.join(self._mod.names())}>"
+
+
+def _name_of(key: object) -> str:
+    if isinstance(key, GlobalVar):
+        return key.name_hint
+    if isinstance(key, str):
+        return key
+    raise TypeError(f"module keys are function names (str) or GlobalVar, got {type(key).__name__}: {key!r}")
+
+
+class IRModule:
+    """An ordered collection of named functions plus module attributes.
+
+    ``IRModule({"main": f, GlobalVar("g"): g}, attrs={...})``. Functions are read
+    with ``mod["main"]`` or ``mod[gv]``, set with ``mod["main"] = f``, and removed
+    with ``del mod["main"]`` / :meth:`remove`. Iterating yields GlobalVars in
+    module order (the order functions were first added).
+    """
+
+    __slots__ = ("_slots", "_attrs", "_read_only")
+
+    def __init__(
+        self,
+        functions: Mapping[FuncKey, BaseFunc] | Iterable[tuple[FuncKey, BaseFunc]] | None = None,
+        attrs: Mapping[str, AttrValue] | None = None,
+    ) -> None:
+        self._slots: dict[str, _Slot] = {}
+        self._attrs: dict[str, AttrValue] = dict(attrs or {})
+        self._read_only: str | None = None
+        if functions is not None:
+            items = functions.items() if isinstance(functions, Mapping) else functions
+            for key, func in items:
+                self[key] = func
+
+    # ------------------------------------------------------------ reading
+
+    def _slot(self, key: FuncKey) -> _Slot:
+        name = _name_of(key)
+        slot = self._slots.get(name)
+        if slot is None:
+            raise not_found("function", name, self._slots, where="in the module")
+        return slot
+
+    def __getitem__(self, key: FuncKey) -> BaseFunc:
+        return self._slot(key).get()
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, GlobalVar):
+            return key.name_hint in self._slots
+        return isinstance(key, str) and key in self._slots
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __iter__(self) -> Iterator[GlobalVar]:
+        return (GlobalVar(name) for name in list(self._slots))
+
+    def names(self) -> list[str]:
+        """Function names in module order."""
+        return list(self._slots)
+
+    def items(self) -> Iterator[tuple[GlobalVar, BaseFunc]]:
+        """``(GlobalVar, function)`` pairs in module order (decodes lazily held functions)."""
+        for name, slot in list(self._slots.items()):
+            yield GlobalVar(name), slot.get()
+
+    @property
+    def functions(self) -> Mapping[GlobalVar, BaseFunc]:
+        """A read-only live mapping ``GlobalVar -> function`` (TVM's ``mod.functions``)."""
+        return _FunctionsView(self)
+
+    def get_global_var(self, name: str) -> GlobalVar:
+        """The GlobalVar of function ``name``; KeyError naming the closest names if absent."""
+        self._slot(name)
+        return GlobalVar(name)
+
+    def get_global_vars(self) -> list[GlobalVar]:
+        """All GlobalVars, in module order."""
+        return [GlobalVar(name) for name in self._slots]
+
+    @property
+    def attrs(self) -> Mapping[str, AttrValue]:
+        """Module attributes (read-only; use :meth:`with_attr`)."""
+        return MappingProxyType(self._attrs)
+
+    def get_attr(self, key: str, default: AttrValue = None) -> AttrValue:
+        """Attribute ``key``, or ``default``."""
+        return self._attrs.get(key, default)
+
+    # ------------------------------------------------------------ changing
+
+    def _check_writable(self) -> None:
+        if self._read_only is not None:
+            raise ReadOnlyModuleError(f"this IRModule is read-only: {self._read_only}")
+
+    def __setitem__(self, key: FuncKey, func: BaseFunc) -> None:
+        self._check_writable()
+        name = _name_of(key)
+        if not isinstance(func, BaseFunc):
+            raise TypeError(f"module function {name!r} must be a Function or PrimFunc, got {type(func).__name__}")
+        self._slots[name] = _Slot(func)
+
+    def update_func(self, gv: FuncKey, func: BaseFunc) -> None:
+        """Replace (or add) the function of ``gv`` (TVM's ``update_func``)."""
+        self[gv] = func
+
+    def update(self, other: IRModule | Mapping[FuncKey, BaseFunc]) -> None:
+        """Add or replace every function of ``other`` (TVM's ``update``), keeping its encoded form."""
+        self._check_writable()
+        if isinstance(other, IRModule):
+            for name, slot in other._slots.items():
+                self._slots[name] = _Slot(slot.func, slot.data)
+        else:
+            for key, func in other.items():
+                self[key] = func
+
+    def __delitem__(self, key: FuncKey) -> None:
+        self._check_writable()
+        self._slot(key)
+        del self._slots[_name_of(key)]
+
+    def remove(self, key: FuncKey) -> None:
+        """Remove function ``key``; KeyError naming the closest names if absent."""
+        del self[key]
+
+    def with_attr(self, key: str, value: AttrValue) -> IRModule:
+        """A copy of this module with attribute ``key`` set to ``value``."""
+        new = self.copy()
+        new._attrs[key] = value
+        return new
+
+    def without_attr(self, key: str) -> IRModule:
+        """A copy of this module without attribute ``key``."""
+        new = self.copy()
+        new._attrs.pop(key, None)
+        return new
+
+    def copy(self) -> IRModule:
+        """A shallow, writable copy: functions are immutable and shared."""
+        new = IRModule.__new__(IRModule)
+        new._slots = {name: _Slot(slot.func, slot.data) for name, slot in self._slots.items()}
+        new._attrs = dict(self._attrs)
+        new._read_only = None
+        return new
+
+    def read_only_view(self, reason: str = "it was handed out read-only") -> IRModule:
+        """A view of this module that raises :class:`ReadOnlyModuleError` on any change.
+
+        The view shares the function slots, so functions it decodes are decoded for both.
+        """
+        view = IRModule.__new__(IRModule)
+        view._slots = self._slots
+        view._attrs = self._attrs
+        view._read_only = reason
+        return view
+
+    @property
+    def is_read_only(self) -> bool:
+        return self._read_only is not None
+
+    # ------------------------------------------------------------ encoded functions
+
+    def encoded_function(self, key: FuncKey) -> bytes:
+        """Function ``key`` as msgpack bytes; cached, so shipping it twice encodes it once."""
+        return self._slot(key).encoded()
+
+    def set_encoded_function(self, key: FuncKey, data: bytes) -> None:
+        """Set function ``key`` from msgpack bytes, decoded only when first read."""
+        self._check_writable()
+        self._slots[_name_of(key)] = _Slot(None, data)
+
+    def is_decoded(self, key: FuncKey) -> bool:
+        """Whether function ``key`` is held decoded (for tests of laziness)."""
+        return self._slot(key).func is not None
+
+    # ------------------------------------------------------------ text
+
+    def script(self) -> str:
+        """The module's text form."""
+        from parpass.ir.printer import astext
+
+        return astext(self)
+
+    def __str__(self) -> str:
+        return self.script()
+
+    def __repr__(self) -> str:
+        return f"<IRModule with {len(self)} functions: {', '.join(self.names()[:8])}{', ...' if len(self) > 8 else ''}>"
