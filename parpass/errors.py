@@ -65,3 +65,35 @@ def not_found(kind: str, name: str, candidates: Iterable[str], where: str = "") 
     place = f" {where}" if where else ""
     label = "closest" if len(pool) > len(near) else "known"
     return NameNotFoundError(f"no {kind} named {name!r}{place}; {label}: {format_names(near, len(pool))}")
+
+
+class ParallelExecutionError(ParpassError, RuntimeError):
+    """A function-level pass could not be completed in the worker processes."""
+
+    def __init__(self, message: str, pass_name: str = "", functions: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.pass_name = pass_name
+        self.functions = functions
+
+
+class WorkerCrashedError(ParallelExecutionError):
+    """A worker process died (segfault, ``os._exit``, a signal, the OOM killer) while running a pass."""
+
+
+class PassTimeoutError(ParallelExecutionError, TimeoutError):
+    """A function ran longer than the ``parpass.timeout`` config option allows."""
+
+
+class RemotePassError(ParallelExecutionError):
+    """A pass raised, in a worker, an exception that could not be sent back as itself.
+
+    ``type_name`` and ``message`` describe the original exception.
+    """
+
+    def __init__(self, message: str, pass_name: str, functions: tuple[str, ...], type_name: str) -> None:
+        super().__init__(message, pass_name, functions)
+        self.type_name = type_name
+
+
+class PassShippingError(ParpassError, TypeError):
+    """A pass cannot be sent to worker processes (it cannot be pickled) and ``parpass.strict`` is set."""

@@ -1,1 +1,29 @@
+"""Pass instruments (TVM's ``tvm.instrument``): callbacks around every pass run in a PassContext."""
 
+from parpass.instrument.base import PassInstrument, pass_instrument, same_fingerprint
+from parpass.instrument.dump import DumpIR
+from parpass.instrument.printing import (
+    PassPrintingInstrument,
+    PrintAfterAll,
+    PrintAfterChange,
+    PrintBeforeAll,
+    PrintIRAfter,
+    PrintIRBefore,
+)
+from parpass.instrument.timing import PassTiming, PassTimingInstrument, render_timings
+
+__all__ = [
+    "DumpIR",
+    "PassInstrument",
+    "PassPrintingInstrument",
+    "PassTiming",
+    "PassTimingInstrument",
+    "PrintAfterAll",
+    "PrintAfterChange",
+    "PrintBeforeAll",
+    "PrintIRAfter",
+    "PrintIRBefore",
+    "pass_instrument",
+    "render_timings",
+    "same_fingerprint",
+]

@@ -11,6 +11,7 @@ from parpass.ir.ids import IdSupply
 from parpass.ir.module import IRModule
 from parpass.ir.node import Attrs, AttrValue, BaseFunc, GlobalVar, Node, Op
 from parpass.ir.op import OpInfo, get_op, list_ops, register_op
+from parpass.ir import builtin_ops  # noqa: F401  (registers the standard ops)
 from parpass.ir.printer import astext
 from parpass.ir.relax import (
     Binding,
@@ -28,6 +29,7 @@ from parpass.ir.serialization import from_bytes, load, save, to_bytes
 from parpass.ir.structural import assert_structural_equal, structural_equal, structural_hash
 from parpass.ir.tir import Buffer, ForKind, PrimFunc
 from parpass.ir.types import PrimType, TensorType, TupleType, Type
+from parpass.ir.well_formed import check_well_formed, well_formed
 
 __all__ = [
     "AttrValue",
@@ -58,6 +60,7 @@ __all__ = [
     "Var",
     "assert_structural_equal",
     "astext",
+    "check_well_formed",
     "from_bytes",
     "get_op",
     "list_ops",
@@ -69,4 +72,5 @@ __all__ = [
     "structural_hash",
     "tir",
     "to_bytes",
+    "well_formed",
 ]

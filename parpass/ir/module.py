@@ -8,7 +8,7 @@ parallel executor passes worker results through the parent this way, and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Union
 
@@ -19,28 +19,46 @@ FuncKey = Union[str, GlobalVar]
 
 
 class _Slot:
-    """One function of a module: decoded, encoded, or both (decoding is cached)."""
+    """One function of a module: decoded, encoded, or both (decoding is cached).
 
-    __slots__ = ("func", "data")
+    A slot may instead hold a ``loader`` that computes the function on first read.
+    """
 
-    def __init__(self, func: BaseFunc | None = None, data: bytes | None = None) -> None:
+    __slots__ = ("data", "func", "loader")
+
+    def __init__(
+        self,
+        func: BaseFunc | None = None,
+        data: bytes | None = None,
+        loader: Callable[[], BaseFunc] | None = None,
+    ) -> None:
         self.func = func
         self.data = data
+        self.loader = loader
 
     def get(self) -> BaseFunc:
         if self.func is None:
-            from parpass.ir.serialization import decode_function
+            if self.loader is not None:
+                self.func = self.loader()
+                self.loader = None
+            else:
+                from parpass.ir.serialization import decode_function
 
-            assert self.data is not None
-            self.func = decode_function(self.data)
+                assert self.data is not None
+                self.func = decode_function(self.data)
         return self.func
+
+    def shareable(self) -> _Slot:
+        """This slot, fit to be shared by a copy of the module (a pending loader runs first)."""
+        if self.loader is not None:
+            self.get()
+        return self
 
     def encoded(self) -> bytes:
         if self.data is None:
             from parpass.ir.serialization import encode_function
 
-            assert self.func is not None
-            self.data = encode_function(self.func)
+            self.data = encode_function(self.get())  # get(): a slot may hold a pending loader
         return self.data
 
 
@@ -177,7 +195,7 @@ class IRModule:
         self._check_writable()
         if isinstance(other, IRModule):
             for name, slot in other._slots.items():
-                self._slots[name] = _Slot(slot.func, slot.data)
+                self._slots[name] = slot.shareable()
         else:
             for key, func in other.items():
                 self[key] = func
@@ -206,7 +224,7 @@ class IRModule:
     def copy(self) -> IRModule:
         """A shallow, writable copy: functions are immutable and shared."""
         new = IRModule.__new__(IRModule)
-        new._slots = {name: _Slot(slot.func, slot.data) for name, slot in self._slots.items()}
+        new._slots = {name: slot.shareable() for name, slot in self._slots.items()}
         new._attrs = dict(self._attrs)
         new._read_only = None
         return new
@@ -226,6 +244,23 @@ class IRModule:
     def is_read_only(self) -> bool:
         return self._read_only is not None
 
+    def fingerprint(self) -> tuple[object, ...]:
+        """A cheap identity snapshot: per function (module order) its name and the object held, then the attributes.
+
+        The object is the function's slot, which copies of a module share and which
+        is replaced whenever the function is set, so decoding a lazily held function
+        does not change it. Nothing is decoded, encoded or compared deeply: compare
+        two fingerprints element-wise with ``is`` (names and the final attribute
+        tuple with ``==``). Equal fingerprints mean the same functions; different
+        ones mean the module may have changed.
+        """
+        out: list[object] = []
+        for name, slot in self._slots.items():
+            out.append(name)
+            out.append(slot)
+        out.append(tuple(self._attrs.items()))
+        return tuple(out)
+
     # ------------------------------------------------------------ encoded functions
 
     def encoded_function(self, key: FuncKey) -> bytes:
@@ -236,6 +271,36 @@ class IRModule:
         """Set function ``key`` from msgpack bytes, decoded only when first read."""
         self._check_writable()
         self._slots[_name_of(key)] = _Slot(None, data)
+
+    def kind_and_attrs(self, key: FuncKey) -> tuple[type[BaseFunc], Mapping[str, AttrValue]]:
+        """The class and the attributes of function ``key``, without decoding its body.
+
+        Lets an executor pick the targets of a pass (kind, ``SkipOptimization``)
+        from a module whose functions are still held as bytes.
+        """
+        slot = self._slot(key)
+        if slot.func is not None:
+            return type(slot.func), slot.func.attrs
+        from parpass.ir.peek import peek_function
+
+        assert slot.data is not None
+        if slot.data is None:
+            func = slot.get()
+            return type(func), func.attrs
+        return peek_function(slot.data)
+
+    @classmethod
+    def from_loader(
+        cls,
+        names: Iterable[str],
+        loader: Callable[[str], BaseFunc],
+        attrs: Mapping[str, AttrValue] | None = None,
+    ) -> IRModule:
+        """A module whose function ``name`` is ``loader(name)``, computed on first read and cached."""
+        mod = cls(attrs=attrs)
+        for name in names:
+            mod._slots[name] = _Slot(loader=lambda name=name: loader(name))  # type: ignore[misc]
+        return mod
 
     def is_decoded(self, key: FuncKey) -> bool:
         """Whether function ``key`` is held decoded (for tests of laziness)."""

@@ -1,1 +1,35 @@
+"""The parallel executor: function-level passes on worker processes, indistinguishable from a serial run.
 
+Importing this package installs :class:`ParallelExecutor` as the process's
+function-pass executor (``import parpass`` does it). Configure it through the
+PassContext config options ``parpass.num_workers``, ``parpass.parallel``,
+``parpass.inline_below_seconds``, ``parpass.timeout``, ``parpass.strict`` and
+``parpass.reproducer``.
+"""
+
+from parpass.parallel.backend import Backend, LokyBackend, get_backend, in_worker, set_backend, shutdown, usable_cores
+from parpass.parallel.config import ParallelConfig
+from parpass.parallel.executor import ParallelExecutor, WaveStats
+from parpass.parallel.reproducer import load_reproducer, reproduce, write_reproducer
+from parpass.transform.executor import set_function_pass_executor
+
+#: The executor installed for this process.
+executor = ParallelExecutor()
+set_function_pass_executor(executor)
+
+__all__ = [
+    "Backend",
+    "LokyBackend",
+    "ParallelConfig",
+    "ParallelExecutor",
+    "WaveStats",
+    "executor",
+    "get_backend",
+    "in_worker",
+    "load_reproducer",
+    "reproduce",
+    "set_backend",
+    "shutdown",
+    "usable_cores",
+    "write_reproducer",
+]

@@ -1,0 +1,125 @@
+"""PassInstrument: callbacks around every pass run in a PassContext (TVM's ``tvm.instrument``).
+
+An instrument is registered with ``PassContext(instruments=[...])``. The context
+calls, in the order of its instrument list:
+
+* ``enter_pass_ctx()`` when the context is entered (or the instrument installed
+  with ``override_instruments``), ``exit_pass_ctx()`` when it is left;
+* ``should_run(mod, info)`` of every instrument before each pass (unless the
+  pass is in the context's ``required_pass``); the pass runs only if none of
+  them returned False;
+* ``run_before_pass(mod, info)`` and, if the pass returned normally,
+  ``run_after_pass(mod, info)``.
+
+``on_pass_error(mod, info, error)`` is a parpass addition: it is called instead
+of ``run_after_pass`` when the pass raised, so that an instrument that pairs
+before/after (timing, change printing) can close its record. It is not part of
+the TVM trace and the default does nothing.
+
+The modules given to the callbacks are read-only views: an instrument cannot
+change the IR the passes work on.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, overload
+
+if TYPE_CHECKING:
+    from parpass.ir.module import IRModule
+    from parpass.transform.pass_info import PassInfo
+
+__all__ = ["PassInstrument", "pass_instrument", "same_fingerprint"]
+
+
+def same_fingerprint(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    """Whether two ``IRModule.fingerprint()``s hold the same function objects and equal attributes."""
+    if len(a) != len(b) or a[-1] != b[-1]:
+        return False
+    return all(x is y or (type(x) is str and x == y) for x, y in zip(a[:-1], b[:-1], strict=True))
+
+
+class PassInstrument:
+    """Base of all instruments; every callback does nothing by default (``should_run`` says True).
+
+    The recommended way to write one is the :func:`pass_instrument` class
+    decorator on a plain class that defines only the callbacks it needs;
+    subclassing works too.
+    """
+
+    @property
+    def name(self) -> str:
+        """The instrument's name (its class name)."""
+        return type(self).__name__
+
+    def enter_pass_ctx(self) -> None:
+        """Called when a PassContext holding this instrument is entered."""
+
+    def exit_pass_ctx(self) -> None:
+        """Called when a PassContext holding this instrument is left (also on an exception)."""
+
+    def should_run(self, mod: IRModule, info: PassInfo) -> bool:
+        """Whether the pass described by ``info`` may run on ``mod``; any False vetoes it."""
+        return True
+
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
+        """Called just before a pass that will run, with its input module."""
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        """Called just after a pass returned, with its output module."""
+
+    def on_pass_error(self, mod: IRModule, info: PassInfo, error: BaseException) -> None:
+        """Called (instead of ``run_after_pass``) when a pass that got ``run_before_pass`` raised ``error``."""
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+def _wrap_class_pass_instrument(pi_cls: type) -> type[PassInstrument]:
+    """A subclass of ``pi_cls`` and :class:`PassInstrument`, named like ``pi_cls``."""
+    if issubclass(pi_cls, PassInstrument):
+        return pi_cls
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        pi_cls.__init__(self, *args, **kwargs)
+
+    wrapped = type(
+        pi_cls.__name__,
+        (pi_cls, PassInstrument),
+        {
+            "__init__": functools.wraps(pi_cls.__init__)(__init__),
+            "__doc__": pi_cls.__doc__,
+            "__module__": pi_cls.__module__,
+            "__qualname__": pi_cls.__qualname__,
+        },
+    )
+    # Instances pickle by reference to the wrapper, which took the class's module-level name.
+    return wrapped
+
+
+@overload
+def pass_instrument(pi_cls: type) -> type[PassInstrument]: ...
+
+
+@overload
+def pass_instrument(pi_cls: None = None) -> Callable[[type], type[PassInstrument]]: ...
+
+
+def pass_instrument(pi_cls: type | None = None) -> Any:
+    """Class decorator that makes a plain class a :class:`PassInstrument` (TVM's ``pass_instrument``).
+
+    The class defines any of ``enter_pass_ctx``, ``exit_pass_ctx``, ``should_run``,
+    ``run_before_pass``, ``run_after_pass`` (and ``on_pass_error``); the others
+    keep the do-nothing defaults. Usable as ``@pass_instrument`` or ``@pass_instrument()``.
+    """
+
+    def create(cls: type) -> type[PassInstrument]:
+        if not inspect.isclass(cls):
+            raise TypeError(f"pass_instrument decorates a class, got {type(cls).__name__}: {cls!r}")
+        return _wrap_class_pass_instrument(cls)
+
+    if pi_cls is not None:
+        return create(pi_cls)
+    return create

@@ -1,0 +1,52 @@
+"""DumpIR: one file per pass run, with the module's text after the pass."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from parpass.instrument.base import PassInstrument
+
+if TYPE_CHECKING:
+    from parpass.ir.module import IRModule
+    from parpass.transform.pass_info import PassInfo
+
+__all__ = ["DumpIR"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_DUMP_FILE = re.compile(r"^\d{3,}_.*\.txt$")
+
+
+def _file_part(name: str) -> str:
+    return _UNSAFE.sub("_", name).strip(".") or "pass"
+
+
+class DumpIR(PassInstrument):
+    """Writes ``<dump_dir>/<NNN>_<pass name>.txt`` after every pass run (TVM's ``DumpIR``).
+
+    ``NNN`` is a counter of this instrument's pass runs, zero-padded to three
+    digits (more when needed), so the files sort in run order and the names are
+    the same on every run of the same pipeline. ``refresh=True`` first removes
+    earlier dump files (only files named like dumps) from ``dump_dir``.
+    Vetoed and failed passes write nothing.
+    """
+
+    def __init__(self, dump_dir: str | os.PathLike[str], refresh: bool = False) -> None:
+        self.dump_dir = Path(dump_dir)
+        self.counter = 0
+        self._lock = threading.Lock()
+        if refresh and self.dump_dir.is_dir():
+            for entry in sorted(self.dump_dir.iterdir()):
+                if entry.is_file() and _DUMP_FILE.match(entry.name):
+                    entry.unlink()
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        with self._lock:
+            index = self.counter
+            self.counter += 1
+        self.dump_dir.mkdir(parents=True, exist_ok=True)
+        path = self.dump_dir / f"{index:03d}_{_file_part(info.name)}.txt"
+        path.write_text(mod.script() + "\n", encoding="utf-8")

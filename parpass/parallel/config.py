@@ -1,0 +1,82 @@
+"""The PassContext config options of the parallel executor, and reading them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from parpass.parallel.backend import usable_cores
+from parpass.transform.config import register_config_option
+from parpass.transform.context import PassContext
+
+NUM_WORKERS = "parpass.num_workers"
+MODE = "parpass.parallel"
+INLINE_BELOW = "parpass.inline_below_seconds"
+TIMEOUT = "parpass.timeout"
+STRICT = "parpass.strict"
+REPRODUCER = "parpass.reproducer"
+
+register_config_option(
+    NUM_WORKERS,
+    int,
+    default=usable_cores(),
+    doc="Worker processes for function-level passes; 1 runs everything in-process. "
+    "Default: the cores this process may use.",
+)
+register_config_option(
+    MODE,
+    Literal["auto", "always", "never"],
+    default="auto",
+    doc="'auto' runs a function-level pass in workers when that is expected to be faster; "
+    "'always' forces workers whenever num_workers > 1; 'never' runs in-process.",
+)
+register_config_option(
+    INLINE_BELOW,
+    float,
+    default=-1.0,
+    doc="In 'auto' mode, run a pass in-process when its estimated in-process time is below this many seconds. "
+    "-1 (default): decide from the measured cost of shipping work to the pool.",
+)
+register_config_option(
+    TIMEOUT,
+    float,
+    default=0.0,
+    doc="Seconds one function may spend in one pass in a worker before the pass is aborted; 0: no limit.",
+)
+register_config_option(
+    STRICT,
+    bool,
+    default=False,
+    doc="Raise, instead of warning and running in-process, when a pass cannot be shipped to workers.",
+)
+register_config_option(
+    REPRODUCER,
+    str,
+    default="",
+    doc="If set, a file path where a failing parallel pass writes a crash reproducer "
+    "(re-run it with `python -m parpass.parallel.reproducer FILE`).",
+)
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    """The executor's options as read from one PassContext."""
+
+    num_workers: int
+    mode: str
+    inline_below: float
+    timeout: float
+    strict: bool
+    reproducer: str
+
+    @classmethod
+    def of(cls, ctx: PassContext) -> ParallelConfig:
+        cfg = ctx.config
+        return cls(
+            num_workers=int(cfg[NUM_WORKERS]),
+            mode=str(cfg[MODE]),
+            inline_below=float(cfg[INLINE_BELOW]),
+            timeout=float(cfg[TIMEOUT]),
+            strict=bool(cfg[STRICT]),
+            reproducer=str(cfg[REPRODUCER]),
+        )

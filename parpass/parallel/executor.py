@@ -1,0 +1,390 @@
+"""The parallel executor: function-level passes fanned out to worker processes.
+
+:class:`ParallelExecutor` implements the pass infrastructure's
+:class:`~parpass.transform.executor.FunctionPassExecutor`. For each wave (one
+function-level pass, or a fused chain of them) it decides whether to run
+in-process or in workers, ships the work as msgspec bytes through a wave file,
+merges the results back by module index, replays in the parent, in module
+order, every instrument callback and every piece of output the work produced,
+and reports errors as a serial run would. The serial run is the
+specification: any worker count gives the same module bytes and the same
+instrument trace.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import pickle
+import threading
+import time
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import cloudpickle
+import msgspec
+
+from parpass.errors import (
+    ParallelExecutionError,
+    PassShippingError,
+    PassTimeoutError,
+    RemotePassError,
+    WorkerCrashedError,
+)
+from parpass.instrument.base import PassInstrument
+from parpass.ir.module import IRModule
+from parpass.parallel import backend as backend_mod
+from parpass.parallel.capture import Emission, replay
+from parpass.parallel.config import ParallelConfig
+from parpass.parallel.cost import CostModel, plan_chunks
+from parpass.parallel.reproducer import write_reproducer
+from parpass.parallel.wave import ProgressSlots, remove, write_wave
+from parpass.parallel.worker import ChunkResult, TaskError, run_chunk
+from parpass.transform.context import PassContext
+from parpass.transform.executor import InlineExecutor
+from parpass.transform.passes import FunctionLevelPass, attach_pass_note
+
+log = logging.getLogger("parpass.parallel")
+
+#: How often the parent checks the progress slots for timeouts while it waits, seconds.
+_POLL = 0.05
+
+
+class WaveStats(msgspec.Struct):
+    """What the executor measured of one wave (the last one is kept for benchmarks and tests)."""
+
+    passes: tuple[str, ...]
+    parallel: bool
+    reason: str
+    functions: int = 0
+    chunks: int = 0
+    nbytes: int = 0
+    wall: float = 0.0
+    worker_seconds: float = 0.0
+    parent_seconds: float = 0.0
+
+
+class ParallelExecutor:
+    """Runs function-level passes in worker processes when that pays; in-process otherwise."""
+
+    def __init__(self) -> None:
+        self.cost = CostModel()
+        self.inline = InlineExecutor()
+        self.last: WaveStats | None = None
+        self.history: list[WaveStats] = []
+        self._warned: set[str] = set()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ decision
+
+    def run(self, passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
+        names = tuple(p.info.name for p in passes)
+        cfg = ParallelConfig.of(ctx)
+        if backend_mod.in_worker():
+            return self._run_inline(passes, mod, ctx, names, "nested in a worker")
+        if cfg.num_workers < 1:
+            raise ParallelExecutionError(f"config option 'parpass.num_workers' must be >= 1, got {cfg.num_workers}")
+        if cfg.num_workers == 1 or cfg.mode == "never":
+            return self._run_inline(passes, mod, ctx, names, "configured in-process")
+        vetoer = _vetoing_instrument(ctx)
+        if vetoer is not None:
+            reason = f"instrument {vetoer} may veto nested passes"
+            return self._run_inline(passes, mod, ctx, names, reason)
+        targets = _targets(passes, mod)
+        if not targets:
+            return self._run_inline(passes, mod, ctx, names, "no target functions")
+        t0 = time.perf_counter()
+        sizes = [len(mod.encoded_function(name)) for name in targets]
+        nbytes = sum(sizes)
+        encode_seconds = time.perf_counter() - t0
+        if cfg.mode == "auto" and not self.cost.should_parallelize(names, nbytes, cfg.num_workers, cfg.inline_below):
+            return self._run_inline(passes, mod, ctx, names, "estimated faster in-process", nbytes)
+        try:
+            pickled = cloudpickle.dumps(list(passes))
+        except Exception as err:
+            message = f"pass {names[0] if len(names) == 1 else names!r} cannot be sent to worker processes: {err}"
+            if cfg.strict:
+                raise PassShippingError(message + " (config parpass.strict is set)") from err
+            key = "/".join(names)
+            if key not in self._warned:
+                self._warned.add(key)
+                warnings.warn(message + "; running it in-process", RuntimeWarning, stacklevel=2)
+            return self._run_inline(passes, mod, ctx, names, "pass cannot be pickled", nbytes)
+        return self._run_parallel(passes, pickled, mod, ctx, cfg, targets, sizes, encode_seconds)
+
+    def _run_inline(
+        self,
+        passes: Sequence[FunctionLevelPass],
+        mod: IRModule,
+        ctx: PassContext,
+        names: tuple[str, ...],
+        reason: str,
+        nbytes: int = 0,
+    ) -> IRModule:
+        start = time.perf_counter()
+        result = self.inline.run(passes, mod, ctx)
+        wall = time.perf_counter() - start
+        if nbytes and not backend_mod.in_worker():
+            self.cost.record_work(names, wall, nbytes)
+        self._remember(WaveStats(names, False, reason, nbytes=nbytes, wall=wall, parent_seconds=wall))
+        return result
+
+    def _remember(self, stats: WaveStats) -> None:
+        with self._lock:
+            self.last = stats
+            self.history.append(stats)
+            del self.history[:-256]
+
+    # ------------------------------------------------------------ the wave
+
+    def _run_parallel(
+        self,
+        passes: Sequence[FunctionLevelPass],
+        pickled: bytes,
+        mod: IRModule,
+        ctx: PassContext,
+        cfg: ParallelConfig,
+        targets: list[str],
+        sizes: list[int],
+        encode_seconds: float,
+    ) -> IRModule:
+        start = time.perf_counter()
+        names = tuple(p.info.name for p in passes)
+        all_names = mod.names()
+        position = {name: i for i, name in enumerate(all_names)}
+        functions = [mod.encoded_function(name) for name in all_names]
+        record = bool(ctx.instruments)
+        wave_path = write_wave(
+            pickled,
+            cloudpickle.dumps(ctx.snapshot()),
+            all_names,
+            functions,
+            msgspec.msgpack.encode(dict(mod.attrs)),
+            record,
+        )
+        chunks = [[position[targets[i]] for i in chunk] for chunk in plan_chunks(sizes, cfg.num_workers)]
+        progress = ProgressSlots.create(len(chunks))
+        backend = backend_mod.get_backend()
+        results: list[ChunkResult] = []
+        setup = time.perf_counter() - start
+        try:
+            futures = [
+                backend.submit(cfg.num_workers, run_chunk, wave_path, progress.path, len(chunks), slot, chunk)
+                for slot, chunk in enumerate(chunks)
+            ]
+            results = self._wait(futures, progress, cfg, names, all_names, mod, ctx, passes)
+        finally:
+            progress.close()
+            remove(progress.path)
+            remove(wave_path)
+        wait_end = time.perf_counter()
+        out = self._merge(results, mod, all_names)
+        self._replay_and_raise(results, passes, all_names, mod, ctx, cfg)
+        end = time.perf_counter()
+        busy = sum(r.seconds for r in results)
+        nbytes = sum(sizes)
+        self.cost.record_work(names, busy, nbytes)
+        self.cost.record_wave(wait_end - start, busy, cfg.num_workers, nbytes)
+        parent = setup + encode_seconds + (end - wait_end)
+        self._remember(
+            WaveStats(
+                names, True, "parallel", len(targets), len(chunks), nbytes, end - start + encode_seconds, busy, parent
+            )
+        )
+        return out
+
+    def _wait(
+        self,
+        futures: list[cf.Future[Any]],
+        progress: ProgressSlots,
+        cfg: ParallelConfig,
+        names: tuple[str, ...],
+        all_names: list[str],
+        mod: IRModule,
+        ctx: PassContext,
+        passes: Sequence[FunctionLevelPass],
+    ) -> list[ChunkResult]:
+        pending = set(futures)
+        backend = backend_mod.get_backend()
+        try:
+            while pending:
+                done, pending = cf.wait(pending, timeout=_POLL, return_when=cf.FIRST_EXCEPTION)
+                crashed = [f for f in done if f.exception() is not None]
+                if crashed:
+                    running = [all_names[i] for _, i, _ in progress.running()]
+                    backend.kill()
+                    self._fail_crash(crashed[0].exception(), names, running, mod, ctx, passes, cfg)
+                if cfg.timeout > 0:
+                    late = [(i, secs) for _, i, secs in progress.running() if secs > cfg.timeout]
+                    if late:
+                        backend.kill()
+                        funcs = tuple(all_names[i] for i, _ in late)
+                        message = (
+                            f"pass {_label(names)} exceeded the timeout of {cfg.timeout:g}s "
+                            f"(config parpass.timeout) on function(s) {', '.join(map(repr, funcs))}"
+                        )
+                        self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
+                        raise PassTimeoutError(message, _label(names), funcs)
+        except BaseException:
+            # Ctrl-C or any failure while waiting: no worker may outlive the wave.
+            if pending:
+                backend.kill()
+            raise
+        return [f.result() for f in futures]
+
+    def _fail_crash(
+        self,
+        error: BaseException | None,
+        names: tuple[str, ...],
+        running: list[str],
+        mod: IRModule,
+        ctx: PassContext,
+        passes: Sequence[FunctionLevelPass],
+        cfg: ParallelConfig,
+    ) -> None:
+        funcs = tuple(running)
+        where = f"on function(s) {', '.join(map(repr, funcs))}" if funcs else "(no function was running)"
+        if isinstance(error, backend_mod.BrokenPool):
+            detail = str(error).split("\n")[0]
+            exit_codes = _exit_codes(str(error))
+            message = f"a worker process died while running pass {_label(names)} {where}{exit_codes}: {detail}"
+            self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
+            raise WorkerCrashedError(message, _label(names), funcs) from error
+        message = f"pass {_label(names)} could not run in a worker process {where}: {type(error).__name__}: {error}"
+        self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
+        raise ParallelExecutionError(message, _label(names), funcs) from error
+
+    def _write_reproducer(
+        self,
+        cfg: ParallelConfig,
+        mod: IRModule,
+        ctx: PassContext,
+        passes: Sequence[FunctionLevelPass],
+        funcs: Sequence[str],
+        message: str,
+    ) -> None:
+        if not cfg.reproducer:
+            return
+        try:
+            write_reproducer(cfg.reproducer, mod, passes, ctx.snapshot(), list(funcs), message)
+        except Exception as err:  # the original failure matters more than the reproducer
+            log.warning("could not write the reproducer %s: %s", cfg.reproducer, err)
+
+    # ------------------------------------------------------------ merge, replay, errors
+
+    @staticmethod
+    def _merge(results: list[ChunkResult], mod: IRModule, all_names: list[str]) -> IRModule:
+        out = mod.copy()
+        for chunk in results:
+            for index, data in chunk.results:
+                if data is not None:
+                    out.set_encoded_function(all_names[index], data)
+        return out
+
+    def _replay_and_raise(
+        self,
+        results: list[ChunkResult],
+        passes: Sequence[FunctionLevelPass],
+        all_names: list[str],
+        mod: IRModule,
+        ctx: PassContext,
+        cfg: ParallelConfig,
+    ) -> None:
+        errors = sorted((e for r in results for e in r.errors), key=lambda e: (e.stage, e.index))
+        cutoff = (errors[0].stage, errors[0].index) if errors else None
+        emitted = sorted((s, i, ems) for r in results for s, i, ems in r.emissions)
+        for stage, index, emissions in emitted:
+            if cutoff is not None and (stage, index) > cutoff:
+                break
+            _replay(emissions, ctx)
+        if not errors:
+            return
+        first = errors[0]
+        same_wave = [e for e in errors if e.stage == first.stage]
+        pass_name = passes[first.stage].info.name
+        funcs = tuple(all_names[e.index] for e in same_wave)
+        message = f"pass {pass_name!r} failed on {len(same_wave)} function(s): " + ", ".join(
+            f"{all_names[e.index]!r} ({e.type_name}: {e.message})" for e in same_wave
+        )
+        self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
+        raise _rebuild(first, pass_name, all_names[first.index], same_wave, all_names)
+
+
+def _rebuild(
+    first: TaskError, pass_name: str, func_name: str, wave: list[TaskError], all_names: list[str]
+) -> BaseException:
+    """The exception to raise in the parent for the first error of a wave."""
+    err: BaseException | None = None
+    if first.pickled is not None:
+        try:
+            err = pickle.loads(first.pickled)
+        except Exception:
+            err = None
+    if err is None:
+        err = RemotePassError(
+            f"{first.type_name}: {first.message}", pass_name, tuple(all_names[e.index] for e in wave), first.type_name
+        )
+    attach_pass_note(err, pass_name, func_name)
+    notes = ["parpass: remote traceback (worker process):\n" + first.traceback.rstrip()]
+    if len(wave) > 1:
+        others = ", ".join(f"{all_names[e.index]!r} ({e.type_name})" for e in wave[1:])
+        notes.append(f"parpass: pass {pass_name!r} also failed on {len(wave) - 1} more function(s): {others}")
+    for note in notes:
+        if hasattr(err, "add_note"):
+            err.add_note(note)
+        else:  # Python 3.10
+            err.__notes__ = [*getattr(err, "__notes__", []), note]  # type: ignore[attr-defined]
+    return err
+
+
+def _replay(emissions: list[Emission], ctx: PassContext) -> None:
+    """Re-emit captured output, and call the parent's instruments for recorded nested passes."""
+    pending: list[Emission] = []
+    for em in emissions:
+        if em.kind != "instrument":
+            pending.append(em)
+            continue
+        replay(pending)
+        pending = []
+        info, names, blobs, attrs, error = cloudpickle.loads(em.record)
+        nested = IRModule(attrs=attrs)
+        for name, data in zip(names, blobs, strict=True):
+            nested.set_encoded_function(name, data)
+        if em.text == "before":
+            ctx.instrument_before_pass(nested, info)
+        elif em.text == "after":
+            ctx.instrument_after_pass(nested, info)
+        else:
+            ctx.instrument_pass_error(nested, info, error)
+    replay(pending)
+
+
+def _targets(passes: Sequence[FunctionLevelPass], mod: IRModule) -> list[str]:
+    """Functions any pass of the chain may visit (kind and SkipOptimization read without decoding)."""
+    out = []
+    kinds = tuple(p.func_kind for p in passes)
+    for name in mod.names():
+        kind, attrs = mod.kind_and_attrs(name)
+        if issubclass(kind, kinds) and not attrs.get("SkipOptimization", False):
+            out.append(name)
+    return out
+
+
+def _vetoing_instrument(ctx: PassContext) -> str | None:
+    """An instrument that may veto passes, whose answers for nested passes a worker cannot know."""
+    for pi in ctx.instruments:
+        if type(pi).should_run is not PassInstrument.should_run:
+            return pi.name
+    return None
+
+
+def _label(names: tuple[str, ...]) -> str:
+    return repr(names[0]) if len(names) == 1 else "chain " + " -> ".join(names)
+
+
+def _exit_codes(text: str) -> str:
+    marker = "The exit codes of the workers are "
+    if marker in text:
+        return " (exit codes " + text.split(marker, 1)[1].split("\n", 1)[0].strip() + ")"
+    return ""

@@ -1,0 +1,130 @@
+"""The files through which one parallel wave reaches the workers.
+
+A *wave* is one round trip: a chain of function-level passes applied to the
+target functions of a module. The parent writes everything the workers share
+into one file, once: the pickled passes, the pass context, and every function
+of the module as msgpack bytes (the module view and the inputs). Each worker
+maps the file once per wave and caches what it unpickles, so a pass is shipped
+to each worker once per pass, not once per function, and chunks of work are
+just lists of function indices.
+
+A second, small file holds one progress slot per chunk (the function being run
+and since when), written by workers and read by the parent to name the
+function a crashed or timed-out worker was running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import struct
+import tempfile
+import time
+from collections.abc import Sequence
+
+import msgspec
+
+_SLOT = struct.Struct("<qd")  # function index + 1 (0: idle), start time (time.monotonic)
+_LEN = struct.Struct("<Q")
+
+
+class WaveHeader(msgspec.Struct, frozen=True, array_like=True):
+    """What every task of a wave shares, besides the function bytes."""
+
+    passes: bytes  # cloudpickle of the list of passes of the chain
+    context: bytes  # cloudpickle of the PassContext snapshot
+    names: list[str]  # all functions of the module, in module order
+    offsets: list[int]  # function i is data[offsets[i]:offsets[i + 1]]
+    module_attrs: bytes  # msgpack of the module attributes
+    record_instruments: bool  # record nested instrument callbacks for replay
+
+
+def _scratch_dir() -> str:
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK):
+        return shm
+    return tempfile.gettempdir()
+
+
+def write_wave(
+    passes: bytes,
+    context: bytes,
+    names: Sequence[str],
+    functions: Sequence[bytes],
+    module_attrs: bytes,
+    record_instruments: bool,
+) -> str:
+    """Write the wave file and return its path (the caller removes it)."""
+    offsets = [0]
+    for data in functions:
+        offsets.append(offsets[-1] + len(data))
+    header = msgspec.msgpack.encode(WaveHeader(passes, context, list(names), offsets, module_attrs, record_instruments))
+    fd, path = tempfile.mkstemp(prefix="parpass-wave-", suffix=".bin", dir=_scratch_dir())
+    with os.fdopen(fd, "wb") as out:
+        out.write(_LEN.pack(len(header)))
+        out.write(header)
+        out.write(b"".join(functions))
+    return path
+
+
+class WaveFile:
+    """A worker's read-only mapping of a wave file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        with open(path, "rb") as handle:
+            self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        view = memoryview(self._map)
+        (header_len,) = _LEN.unpack_from(view, 0)
+        self.header = msgspec.msgpack.decode(view[_LEN.size : _LEN.size + header_len], type=WaveHeader)
+        self._data = view[_LEN.size + header_len :]
+
+    def function_bytes(self, index: int) -> memoryview:
+        offsets = self.header.offsets
+        return self._data[offsets[index] : offsets[index + 1]]
+
+
+class ProgressSlots:
+    """One slot per chunk: which function it is running and since when."""
+
+    def __init__(self, path: str, count: int, create: bool) -> None:
+        self.path = path
+        self.count = count
+        size = max(1, count) * _SLOT.size
+        if create:
+            with open(path, "wb") as handle:
+                handle.write(b"\0" * size)
+        with open(path, "r+b") as handle:
+            self._map = mmap.mmap(handle.fileno(), size)
+
+    @classmethod
+    def create(cls, count: int) -> ProgressSlots:
+        fd, path = tempfile.mkstemp(prefix="parpass-progress-", suffix=".bin", dir=_scratch_dir())
+        os.close(fd)
+        return cls(path, count, create=True)
+
+    def start(self, slot: int, index: int) -> None:
+        _SLOT.pack_into(self._map, slot * _SLOT.size, index + 1, time.monotonic())
+
+    def idle(self, slot: int) -> None:
+        _SLOT.pack_into(self._map, slot * _SLOT.size, 0, 0.0)
+
+    def running(self) -> list[tuple[int, int, float]]:
+        """``(slot, function index, seconds running)`` of every busy slot."""
+        now = time.monotonic()
+        busy = []
+        for slot in range(self.count):
+            index, since = _SLOT.unpack_from(self._map, slot * _SLOT.size)
+            if index:
+                busy.append((slot, index - 1, now - since))
+        return busy
+
+    def close(self) -> None:
+        self._map.close()
+
+
+def remove(path: str) -> None:
+    """Delete a wave or progress file, ignoring one that is already gone."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)

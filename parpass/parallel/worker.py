@@ -1,0 +1,212 @@
+"""What runs inside a worker process: one chunk of a wave.
+
+For every function index of its chunk, a task applies the chain of passes in
+order (stage by stage), recording what each pass call printed, logged, warned
+or triggered in the instruments, and the exception it raised. It returns the
+final function as bytes (or ``None`` when no pass changed it), so the parent
+never decodes what it does not read.
+
+The module a pass receives is the module as it was before that pass. For the
+first pass of a chain this is the wave's module; for a later pass of a fused
+chain, a function looked up in the view is computed on demand by running the
+earlier passes on it here (passes are deterministic, so this is the function
+the parent will get), with its output and instrument events discarded: they
+belong to the task that owns that function.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import cloudpickle
+import msgspec
+
+from parpass.instrument.base import PassInstrument
+from parpass.ir.module import IRModule
+from parpass.ir.node import BaseFunc
+from parpass.ir.serialization import decode_function, encode_function
+from parpass.parallel.capture import Capture, Emission
+from parpass.parallel.wave import ProgressSlots, WaveFile
+from parpass.transform.context import PassContext
+from parpass.transform.executor import view_reason
+from parpass.transform.pass_info import PassInfo
+from parpass.transform.passes import FunctionLevelPass
+
+
+@dataclass
+class TaskError:
+    """An exception raised by a pass on one function, as it crosses back to the parent."""
+
+    stage: int
+    index: int
+    pickled: bytes | None  # the exception itself, when it pickles and unpickles
+    type_name: str
+    message: str
+    traceback: str
+
+
+@dataclass
+class ChunkResult:
+    """Everything one chunk sends back: results, captured output, errors, timings."""
+
+    results: list[tuple[int, bytes | None]] = field(default_factory=list)
+    emissions: list[tuple[int, int, list[Emission]]] = field(default_factory=list)  # (stage, index, ...)
+    errors: list[TaskError] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class _Recorder(PassInstrument):
+    """Stands in for the parent's instruments: records nested pass callbacks for replay."""
+
+    def __init__(self) -> None:
+        self.sink: list[Emission] | None = None
+
+    def _record(self, callback: str, mod: IRModule, info: PassInfo, error: BaseException | None = None) -> None:
+        if self.sink is None:
+            return
+        names = mod.names()
+        payload = (info, names, [mod.encoded_function(n) for n in names], dict(mod.attrs), _portable(error))
+        self.sink.append(Emission("instrument", callback, record=cloudpickle.dumps(payload)))
+
+    def should_run(self, mod: IRModule, info: PassInfo) -> bool:
+        return True
+
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
+        self._record("before", mod, info)
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        self._record("after", mod, info)
+
+    def on_pass_error(self, mod: IRModule, info: PassInfo, error: BaseException) -> None:
+        self._record("error", mod, info, error)
+
+
+def _portable(error: BaseException | None) -> BaseException | None:
+    if error is None:
+        return None
+    try:
+        data = cloudpickle.dumps(error)
+        pickle.loads(data)
+        return error
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+
+
+class _Wave:
+    """A worker's cached state for one wave: the file, the passes, the context, the stage views."""
+
+    def __init__(self, path: str) -> None:
+        self.file = WaveFile(path)
+        header = self.file.header
+        self.passes: list[FunctionLevelPass] = cloudpickle.loads(header.passes)
+        snapshot = cloudpickle.loads(header.context)
+        self.recorder = _Recorder()
+        instruments = [self.recorder] if header.record_instruments else None
+        self.ctx = PassContext.from_snapshot(snapshot, instruments)
+        self.quiet_ctx = PassContext.from_snapshot(snapshot)
+        self.attrs = msgspec.msgpack.decode(header.module_attrs)
+        self.index = {name: i for i, name in enumerate(header.names)}
+        self.views: list[IRModule] = [self._input_view()]
+        for stage in range(1, len(self.passes)):
+            self.views.append(self._stage_view(stage))
+
+    def _input_view(self) -> IRModule:
+        mod = IRModule(attrs=self.attrs)
+        for i, name in enumerate(self.file.header.names):
+            mod.set_encoded_function(name, self.file.function_bytes(i))  # type: ignore[arg-type]
+        return mod.read_only_view(view_reason(self.passes[0].info.name))
+
+    def _stage_view(self, stage: int) -> IRModule:
+        """The module before pass ``stage``, each function computed from the previous view on demand."""
+        before, p = self.views[stage - 1], self.passes[stage - 1]
+
+        def load(name: str) -> BaseFunc:
+            func = before[name]
+            if not applies(p, func):
+                return func
+            with Capture().recording(), self.quiet_ctx:
+                return p.transform_one(func, name, before, self.quiet_ctx)
+
+        mod = IRModule.from_loader(self.file.header.names, load, self.attrs)
+        return mod.read_only_view(view_reason(self.passes[stage].info.name))
+
+    def close(self) -> None:
+        self.views.clear()
+
+
+def applies(p: FunctionLevelPass, func: BaseFunc) -> bool:
+    """Whether function-level pass ``p`` visits ``func`` (its kind, not SkipOptimization)."""
+    return isinstance(func, p.func_kind) and not func.skip_optimization
+
+
+_WAVES: dict[str, _Wave] = {}
+
+
+def _wave(path: str) -> _Wave:
+    wave = _WAVES.get(path)
+    if wave is None:
+        for old in list(_WAVES):  # a worker serves one wave at a time
+            _WAVES.pop(old).close()
+        wave = _WAVES[path] = _Wave(path)
+    return wave
+
+
+def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, indices: Sequence[int]) -> ChunkResult:
+    """Apply the wave's chain of passes to the functions ``indices``; the task function of the pool."""
+    start = time.perf_counter()
+    wave = _wave(wave_path)
+    progress = ProgressSlots(progress_path, num_slots, create=False)
+    out = ChunkResult()
+    names = wave.file.header.names
+    capture = Capture()
+    try:
+        for index in indices:
+            progress.start(slot, index)
+            name = names[index]
+            original = func = decode_function(wave.file.function_bytes(index))
+            for stage, p in enumerate(wave.passes):
+                if not applies(p, func):
+                    continue
+                with capture.recording() as sink, wave.ctx:
+                    wave.recorder.sink = sink
+                    try:
+                        func = p.transform_one(func, name, wave.views[stage], wave.ctx)
+                    except Exception as err:
+                        out.errors.append(_task_error(stage, index, err))
+                    finally:
+                        wave.recorder.sink = None
+                if sink:
+                    out.emissions.append((stage, index, sink))
+                if out.errors and out.errors[-1].index == index:
+                    break
+            else:
+                out.results.append((index, None if func is original else encode_function(func)))
+    finally:
+        progress.idle(slot)
+        progress.close()
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _task_error(stage: int, index: int, err: BaseException) -> TaskError:
+    text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    try:
+        pickled: bytes | None = cloudpickle.dumps(err)
+        pickle.loads(pickled)
+    except Exception:
+        pickled = None
+    return TaskError(stage, index, pickled, type(err).__qualname__, str(err), text)
+
+
+def warm_up() -> int:
+    """A no-op task that imports this module, so a fresh pool's first wave does not pay for imports."""
+    import os
+
+    return os.getpid()
+
+
+__all__ = ["ChunkResult", "TaskError", "applies", "run_chunk", "warm_up"]

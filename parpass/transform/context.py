@@ -1,0 +1,276 @@
+"""PassContext: the configuration and instruments that passes run under (TVM's ``PassContext``).
+
+Contexts are entered with ``with``; :meth:`PassContext.current` returns the
+innermost one entered in the calling thread (a thread-local stack), or the
+thread's own default context. A nested context does not inherit anything from
+the one around it, as in TVM.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from parpass.instrument.base import PassInstrument
+from parpass.transform.config import PassConfig, list_configs, validate_config
+from parpass.transform.pass_info import PassInfo, check_opt_level, check_pass_names
+
+if TYPE_CHECKING:
+    from parpass.ir.module import IRModule
+
+__all__ = ["PassContext", "PassContextSnapshot"]
+
+_VIEW_REASON = "pass instruments get a read-only view of the module"
+
+
+@dataclass(frozen=True)
+class PassContextSnapshot:
+    """A picklable description of a PassContext, without its instruments.
+
+    Holds the opt_level, the required/disabled pass lists, the validated config
+    values and the registered defaults of every config option, so that a worker
+    process that did not register an option still reads the same values.
+    """
+
+    opt_level: int
+    required_pass: tuple[str, ...]
+    disabled_pass: tuple[str, ...]
+    config: tuple[tuple[str, Any], ...]
+    defaults: tuple[tuple[str, Any], ...]
+
+
+class _ThreadState(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[PassContext] = []
+        self.default: PassContext | None = None
+
+
+_STATE = _ThreadState()
+
+
+def _check_instruments(instruments: object) -> tuple[PassInstrument, ...]:
+    if instruments is None:
+        return ()
+    if not isinstance(instruments, (list, tuple)):
+        raise TypeError(f"PassContext: instruments must be a list of PassInstrument, got {type(instruments).__name__}")
+    for index, pi in enumerate(instruments):
+        if not isinstance(pi, PassInstrument):
+            hint = " (decorate its class with @pass_instrument)" if not isinstance(pi, type) else " (an instance)"
+            raise TypeError(
+                f"PassContext: instruments[{index}] must be a PassInstrument{hint}, got {type(pi).__name__}: {pi!r}"
+            )
+    return tuple(instruments)
+
+
+class PassContext:
+    """``PassContext(opt_level=2, required_pass=None, disabled_pass=None, instruments=None, config=None)``.
+
+    * ``opt_level``: a Sequential runs the passes whose ``info.opt_level`` is at most this.
+    * ``required_pass``: names always enabled in a Sequential (unless disabled), and never vetoed
+      by an instrument's ``should_run``.
+    * ``disabled_pass``: names a Sequential skips (this wins over everything else).
+    * ``instruments``: :class:`~parpass.instrument.PassInstrument`s called around every pass.
+    * ``config``: values of registered config options (see :func:`register_config_option`),
+      validated here; read them with ``ctx.config[key]``.
+    """
+
+    __slots__ = ("_config", "_disabled", "_instruments", "_opt_level", "_required", "_required_set")
+
+    def __init__(
+        self,
+        opt_level: int = 2,
+        required_pass: Iterable[str] | None = None,
+        disabled_pass: Iterable[str] | None = None,
+        instruments: Sequence[PassInstrument] | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._opt_level = check_opt_level(opt_level, "PassContext")
+        self._required = check_pass_names(required_pass, "PassContext: required_pass", allow_set=True)
+        self._disabled = check_pass_names(disabled_pass, "PassContext: disabled_pass", allow_set=True)
+        self._required_set = frozenset(self._required)
+        self._instruments = _check_instruments(instruments)
+        self._config = PassConfig(validate_config(config))
+
+    # ------------------------------------------------------------ fields
+
+    @property
+    def opt_level(self) -> int:
+        return self._opt_level
+
+    @property
+    def required_pass(self) -> tuple[str, ...]:
+        return self._required
+
+    @property
+    def disabled_pass(self) -> tuple[str, ...]:
+        return self._disabled
+
+    @property
+    def instruments(self) -> tuple[PassInstrument, ...]:
+        """The instruments, in call order (cleared if entering or exiting them failed)."""
+        return self._instruments
+
+    @property
+    def config(self) -> PassConfig:
+        """The validated config (``ctx.config[key]``; unset registered keys give their default)."""
+        return self._config
+
+    def __repr__(self) -> str:
+        parts = [f"opt_level={self._opt_level}"]
+        if self._required:
+            parts.append(f"required_pass={list(self._required)!r}")
+        if self._disabled:
+            parts.append(f"disabled_pass={list(self._disabled)!r}")
+        if self._instruments:
+            parts.append(f"instruments={list(self._instruments)!r}")
+        if len(self._config):
+            parts.append(f"config={dict(self._config)!r}")
+        return f"PassContext({', '.join(parts)})"
+
+    # ------------------------------------------------------------ scope
+
+    def __enter__(self) -> PassContext:
+        self._enter_instruments()
+        _STATE.stack.append(self)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        stack = _STATE.stack
+        if not stack or stack[-1] is not self:
+            raise RuntimeError("PassContext exited out of order: it is not the innermost context of this thread")
+        stack.pop()
+        self._exit_instruments()
+
+    @staticmethod
+    def current() -> PassContext:
+        """The innermost context entered in this thread, else this thread's default context."""
+        state = _STATE
+        if state.stack:
+            return state.stack[-1]
+        if state.default is None:
+            state.default = PassContext()
+        return state.default
+
+    def override_instruments(self, instruments: Sequence[PassInstrument] | None) -> None:
+        """Replace the instruments: exit the old ones, then enter the new ones (TVM semantics)."""
+        new = _check_instruments(instruments)
+        self._exit_instruments()
+        self._instruments = new
+        self._enter_instruments()
+
+    @staticmethod
+    def list_configs() -> dict[str, dict[str, Any]]:
+        """Every registered config option: ``{key: {"type", "default", "doc"}}``, sorted by key."""
+        return list_configs()
+
+    # ------------------------------------------------------------ enabling
+
+    def pass_enabled(self, info: PassInfo) -> bool:
+        """Whether a Sequential runs a pass: disabled wins, then required, then ``opt_level >= info.opt_level``."""
+        name = info.name
+        if name in self._disabled:
+            return False
+        if name in self._required_set:
+            return True
+        return self._opt_level >= info.opt_level
+
+    def is_required(self, name: str) -> bool:
+        """Whether ``name`` is in ``required_pass`` (such passes skip ``should_run``)."""
+        return name in self._required_set
+
+    # ------------------------------------------------------------ instrument points
+
+    def _enter_instruments(self) -> None:
+        entered: list[PassInstrument] = []
+        try:
+            for pi in self._instruments:
+                pi.enter_pass_ctx()
+                entered.append(pi)
+        except BaseException:
+            self._instruments = ()
+            for pi in entered:
+                pi.exit_pass_ctx()
+            raise
+
+    def _exit_instruments(self) -> None:
+        try:
+            for pi in self._instruments:
+                pi.exit_pass_ctx()
+        except BaseException:
+            self._instruments = ()
+            raise
+
+    def instrument_before_pass(self, mod: IRModule, info: PassInfo) -> bool:
+        """TVM's ``InstrumentBeforePass``: whether the pass runs; calls ``run_before_pass`` if it does.
+
+        Every instrument's ``should_run`` is called (no short cut after a veto)
+        unless the pass is in ``required_pass``; an exception propagates at once.
+        """
+        instruments = self._instruments
+        if not instruments:
+            return True
+        view = mod.read_only_view(_VIEW_REASON)
+        run = True
+        if info.name not in self._required_set:
+            for pi in instruments:
+                answer = pi.should_run(view, info)
+                if answer is None:
+                    raise TypeError(
+                        f"instrument {pi.name}.should_run returned None for pass {info.name!r}; it must return a bool"
+                    )
+                if not answer:
+                    run = False
+        if run:
+            for pi in instruments:
+                pi.run_before_pass(view, info)
+        return run
+
+    def instrument_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        """TVM's ``InstrumentAfterPass``: every instrument's ``run_after_pass``, in order."""
+        instruments = self._instruments
+        if instruments:
+            view = mod.read_only_view(_VIEW_REASON)
+            for pi in instruments:
+                pi.run_after_pass(view, info)
+
+    def instrument_pass_error(self, mod: IRModule, info: PassInfo, error: BaseException) -> None:
+        """Every instrument's ``on_pass_error`` (a pass that got ``run_before_pass`` raised ``error``)."""
+        instruments = self._instruments
+        if instruments:
+            view = mod.read_only_view(_VIEW_REASON)
+            for pi in instruments:
+                pi.on_pass_error(view, info, error)
+
+    # ------------------------------------------------------------ worker processes
+
+    def snapshot(self) -> PassContextSnapshot:
+        """A picklable description of this context without its instruments (see :meth:`from_snapshot`)."""
+        defaults = tuple((name, entry["default"]) for name, entry in list_configs().items() if "default" in entry)
+        return PassContextSnapshot(
+            self._opt_level, self._required, self._disabled, tuple(self._config._values.items()), defaults
+        )
+
+    @classmethod
+    def from_snapshot(
+        cls, snapshot: PassContextSnapshot, instruments: Sequence[PassInstrument] | None = None
+    ) -> PassContext:
+        """A context equal to the one ``snapshot`` was taken of, with ``instruments`` (none by default).
+
+        The config values were validated when the original context was built and
+        are not validated again, so this works where the options are not registered.
+        """
+        if not isinstance(snapshot, PassContextSnapshot):
+            raise TypeError(f"from_snapshot expects a PassContextSnapshot, got {type(snapshot).__name__}")
+        ctx = cls.__new__(cls)
+        ctx._opt_level = snapshot.opt_level
+        ctx._required = tuple(snapshot.required_pass)
+        ctx._disabled = tuple(snapshot.disabled_pass)
+        ctx._required_set = frozenset(ctx._required)
+        ctx._instruments = _check_instruments(list(instruments) if instruments is not None else None)
+        ctx._config = PassConfig(dict(snapshot.config), dict(snapshot.defaults))
+        return ctx

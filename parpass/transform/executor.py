@@ -1,0 +1,105 @@
+"""The seam between the serial pass semantics and whatever runs function-level passes.
+
+A :class:`FunctionPassExecutor` applies a chain of function-level passes
+(:class:`~parpass.transform.FunctionPass`, :class:`~parpass.transform.PrimFuncPass`)
+to the functions of a module. The pass infrastructure calls it for the body of
+every function-level pass, between that pass's own instrument callbacks, and a
+:class:`~parpass.transform.Sequential` hands it several consecutive passes as one
+chain when doing so cannot change what instruments observe.
+
+The contract, which :class:`InlineExecutor` defines and any other executor (the
+parallel one) must reproduce exactly:
+
+* pass 1 of the chain is applied to every target of the module
+  (``p.targets(mod)``: functions of its kind, not marked ``SkipOptimization``, in
+  module order) through ``p.transform_one(func, name, view, ctx)``, where ``view``
+  is a read-only view of the module as it was before pass 1; then pass 2 is
+  applied the same way to the result, and so on. A chain is therefore exactly
+  the passes run one after the other.
+* a function returned as the same object is unchanged and its module slot is
+  kept (so its cached encoded bytes survive);
+* the result is a new module; ``mod`` is never changed, also when a pass raises.
+* the first exception (in module order) propagates, with the note
+  ``transform_one`` attached.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from parpass.ir.module import IRModule
+    from parpass.ir.node import BaseFunc
+    from parpass.transform.context import PassContext
+    from parpass.transform.passes import FunctionLevelPass
+
+__all__ = [
+    "FunctionPassExecutor",
+    "InlineExecutor",
+    "get_function_pass_executor",
+    "set_function_pass_executor",
+]
+
+
+def view_reason(pass_name: str) -> str:
+    """Why the module given to a function-level pass is read-only (the text of the error on a write)."""
+    return (
+        f"function-level pass {pass_name!r} gets the module as it was before the pass, read-only; "
+        "return the new function instead (a function-level pass cannot add, delete or replace functions)"
+    )
+
+
+@runtime_checkable
+class FunctionPassExecutor(Protocol):
+    """Applies a chain of function-level passes to every target function of a module."""
+
+    def run(self, passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
+        """Apply ``passes`` in order (each to all its targets) and return a NEW module; never change ``mod``."""
+        ...
+
+
+class InlineExecutor:
+    """The serial executor: runs every pass function in the calling thread, in module order."""
+
+    def run(self, passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
+        current = mod
+        for p in passes:
+            view = current.read_only_view(view_reason(p.info.name))
+            updates: list[tuple[str, BaseFunc]] = []
+            for name in p.targets(current):
+                func = current[name]
+                new = p.transform_one(func, name, view, ctx)
+                if new is not func:
+                    updates.append((name, new))
+            if updates:
+                nxt = current.copy()
+                for name, new in updates:
+                    nxt[name] = new
+                current = nxt
+        return mod.copy() if current is mod else current
+
+    def __repr__(self) -> str:
+        return "InlineExecutor()"
+
+
+_LOCK = threading.Lock()
+_DEFAULT = InlineExecutor()
+_executor: FunctionPassExecutor = _DEFAULT
+
+
+def get_function_pass_executor() -> FunctionPassExecutor:
+    """The executor that runs function-level passes in this process (an :class:`InlineExecutor` by default)."""
+    return _executor
+
+
+def set_function_pass_executor(executor: FunctionPassExecutor | None) -> FunctionPassExecutor:
+    """Install ``executor`` for the whole process (None restores the inline one); returns the previous one."""
+    global _executor
+    if executor is not None and not callable(getattr(executor, "run", None)):
+        raise TypeError(f"a function pass executor needs a run(passes, mod, ctx) method, got {executor!r}")
+    with _LOCK:
+        previous = _executor
+        _executor = _DEFAULT if executor is None else executor
+    return previous

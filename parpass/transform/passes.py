@@ -1,0 +1,415 @@
+"""Pass objects: ModulePass, FunctionPass, PrimFuncPass and Sequential (TVM's pass constructs).
+
+Every pass is called as ``pass_(mod)``: it runs under ``PassContext.current()``,
+goes through that context's instruments, and returns a new module, never
+changing ``mod``. A pass called directly always runs (no opt_level or
+disabled_pass check; only a Sequential applies those to the passes it holds).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar
+
+from parpass.errors import not_found
+from parpass.instrument.base import same_fingerprint
+from parpass.ir.module import IRModule
+from parpass.ir.node import BaseFunc
+from parpass.ir.relax import Function
+from parpass.ir.tir import PrimFunc
+from parpass.transform.context import PassContext
+from parpass.transform.executor import get_function_pass_executor
+from parpass.transform.pass_info import PassInfo
+
+__all__ = [
+    "FunctionLevelPass",
+    "FunctionPass",
+    "ModulePass",
+    "Pass",
+    "PrimFuncPass",
+    "Sequential",
+    "attach_pass_note",
+    "check_pass_func",
+]
+
+#: Every note parpass attaches to an exception starts with this; an exception carries at most one.
+NOTE_PREFIX = "parpass: raised in pass "
+
+
+def attach_pass_note(err: BaseException, pass_name: str, func_name: str | None = None) -> None:
+    """Attach the note naming the pass (and function) to ``err``, unless a parpass note is already there.
+
+    Uses PEP 678 notes (``add_note`` on 3.11+, ``__notes__`` by hand on 3.10), so the
+    exception keeps its type. Only the innermost pass adds a note: enclosing
+    Sequentials and passes that called the failing one leave it alone.
+    """
+    notes = getattr(err, "__notes__", None)
+    if isinstance(notes, list) and any(isinstance(n, str) and n.startswith(NOTE_PREFIX) for n in notes):
+        return
+    note = f"{NOTE_PREFIX}{pass_name!r}" + (f" on function {func_name!r}" if func_name is not None else "")
+    try:
+        if hasattr(err, "add_note"):
+            err.add_note(note)
+        else:  # Python 3.10
+            err.__notes__ = [*(notes if isinstance(notes, list) else []), note]  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):  # an exception that refuses attributes keeps going without the note
+        pass
+
+
+def check_pass_func(pass_func: object, arity: int, where: str, params: str) -> None:
+    """Reject a ``pass_func`` that is not callable or cannot take ``arity`` positional arguments."""
+    if not callable(pass_func):
+        raise TypeError(f"{where}: the pass function must be callable, got {type(pass_func).__name__}: {pass_func!r}")
+    try:
+        sig = inspect.signature(pass_func)
+    except (TypeError, ValueError):  # builtins without a signature: trust them
+        return
+    try:
+        sig.bind(*([None] * arity))
+    except TypeError:
+        raise TypeError(
+            f"{where}: the pass function must accept {arity} positional arguments {params}, but its signature is {sig}"
+        ) from None
+
+
+def _check_module(mod: object, who: str) -> IRModule:
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"{who} expects an IRModule, got {type(mod).__name__}: {mod!r}")
+    return mod
+
+
+def _resolve_global(module: str, qualname: str) -> object:
+    obj: object = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class Pass:
+    """Base of all passes: ``pass_(mod)`` runs the pass on ``mod`` under ``PassContext.current()``."""
+
+    _info: PassInfo
+
+    def __init__(self, info: PassInfo) -> None:
+        if not isinstance(info, PassInfo):
+            raise TypeError(f"{type(self).__name__}: info must be a PassInfo, got {type(info).__name__}: {info!r}")
+        self._info = info
+
+    @property
+    def info(self) -> PassInfo:
+        """The pass's :class:`PassInfo` (name, opt_level, required, traceable)."""
+        return self._info
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        """Run this pass on ``mod`` (always: no opt_level/disabled check) through the current context's instruments."""
+        _check_module(mod, f"pass {self._info.name!r}")
+        return self._run(mod, PassContext.current())
+
+    def _run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        """The pass with its instrument callbacks (TVM's ``Pass::operator()``); a vetoed pass returns ``mod``."""
+        info = self._info
+        if not ctx.instrument_before_pass(mod, info):
+            return mod
+        try:
+            ret = self._execute(mod, ctx)
+        except BaseException as err:
+            ctx.instrument_pass_error(mod, info, err)
+            raise
+        ctx.instrument_after_pass(ret, info)
+        return ret
+
+    def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        """The pass body, without instruments; returns a new module."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement _execute")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # A decorated module-level function became this pass under the function's own name, so the
+        # function cannot be pickled by reference any more; pickle the pass by that reference instead.
+        ref = self._global_reference()
+        if ref is not None:
+            return (_resolve_global, ref)
+        return super().__reduce_ex__(protocol)
+
+    def _global_reference(self) -> tuple[str, str] | None:
+        func = self.__dict__.get("pass_func")
+        module = getattr(func, "__module__", None)
+        qualname = getattr(func, "__qualname__", None)
+        if not isinstance(module, str) or not isinstance(qualname, str) or module == "__main__":
+            return None
+        if "<" in qualname or module not in sys.modules:
+            return None
+        obj: object = sys.modules[module]
+        for part in qualname.split("."):
+            obj = getattr(obj, part, None)
+        return (module, qualname) if obj is self else None
+
+    _kind = "Pass"
+
+    def __str__(self) -> str:
+        return f"Run {self._kind} pass: {self._info.name} at the optimization level {self._info.opt_level}"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._info.name!r} opt_level={self._info.opt_level}>"
+
+
+class ModulePass(Pass):
+    """A pass over the whole module: ``pass_func(mod, ctx) -> IRModule``.
+
+    ``pass_func`` gets its own (shallow) copy of the module, which it may change
+    freely, add and delete functions included; the caller's module is never changed.
+    """
+
+    _kind = "Module"
+
+    def __init__(self, pass_func: Callable[[IRModule, PassContext], IRModule], info: PassInfo) -> None:
+        super().__init__(info)
+        check_pass_func(pass_func, 2, f"module pass {info.name!r}", "(mod, ctx)")
+        self.pass_func = pass_func
+
+    def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        name = self._info.name
+        try:
+            ret = self.pass_func(mod.copy(), ctx)
+        except Exception as err:
+            attach_pass_note(err, name)
+            raise
+        if not isinstance(ret, IRModule):
+            raise TypeError(
+                f"module pass {name!r} returned {type(ret).__name__}; a module pass must return an IRModule"
+            )
+        return ret.copy() if ret.is_read_only else ret
+
+
+class FunctionLevelPass(Pass):
+    """Base of the passes that transform one function at a time (FunctionPass, PrimFuncPass).
+
+    ``pass_func(func, mod, ctx)`` is called for every function of :attr:`func_kind`
+    that is not marked ``SkipOptimization``; ``mod`` is a read-only view of the
+    module as it was before the pass, so every call sees the same module whatever
+    ran before it; the results are put in the new module after all functions
+    ran, in module order. ``pass_func`` must return a function of the same kind
+    (the same object when it changes nothing): a function-level pass can neither
+    add nor delete functions. The body runs through the installed
+    :class:`~parpass.transform.executor.FunctionPassExecutor`.
+    """
+
+    func_kind: ClassVar[type[BaseFunc]] = BaseFunc
+    _kind = "Function-level"
+
+    def __init__(self, pass_func: Callable[[Any, IRModule, PassContext], Any], info: PassInfo) -> None:
+        super().__init__(info)
+        check_pass_func(pass_func, 3, f"{self._label()} {info.name!r}", "(func, mod, ctx)")
+        self.pass_func = pass_func
+
+    @classmethod
+    def _label(cls) -> str:
+        return f"{cls._kind.lower()} pass"
+
+    def targets(self, mod: IRModule) -> list[str]:
+        """Names of the functions this pass visits: of :attr:`func_kind`, not ``SkipOptimization``, in module order."""
+        kind = self.func_kind
+        out = []
+        for name in mod.names():
+            func = mod[name]
+            if isinstance(func, kind) and not func.skip_optimization:
+                out.append(name)
+        return out
+
+    def transform_one(self, func: BaseFunc, name: str, mod: IRModule, ctx: PassContext) -> BaseFunc:
+        """``pass_func(func, mod, ctx)``, checked: the result must be a function of the same kind.
+
+        An exception from ``pass_func`` gets the note naming this pass and ``name``
+        (once; see :func:`attach_pass_note`) and propagates as its own type.
+        """
+        try:
+            ret = self.pass_func(func, mod, ctx)
+        except Exception as err:
+            attach_pass_note(err, self._info.name, name)
+            raise
+        if ret is func:
+            return ret
+        kind = self.func_kind
+        if not isinstance(ret, kind):
+            raise TypeError(
+                f"{self._label()} {self._info.name!r} returned {type(ret).__name__} for function {name!r}; "
+                f"it must return a {kind.__name__} (a function-level pass can neither add nor delete functions)"
+            )
+        return ret
+
+    def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        ret = get_function_pass_executor().run((self,), mod, ctx)
+        if not isinstance(ret, IRModule):
+            raise TypeError(f"the function pass executor returned {type(ret).__name__} instead of an IRModule")
+        return ret
+
+
+class FunctionPass(FunctionLevelPass):
+    """A function-level pass over the dataflow :class:`~parpass.ir.Function`s of a module."""
+
+    func_kind = Function
+    _kind = "Function"
+
+
+class PrimFuncPass(FunctionLevelPass):
+    """A function-level pass over the loop-level :class:`~parpass.ir.PrimFunc`s of a module."""
+
+    func_kind = PrimFunc
+    _kind = "PrimFunc"
+
+
+def _fusable(p: Pass) -> bool:
+    return isinstance(p, FunctionLevelPass) and type(p)._execute is FunctionLevelPass._execute
+
+
+class _RequiredRuns:
+    """Per Sequential run: resolved required passes, and the module each left behind."""
+
+    __slots__ = ("after", "instances")
+
+    def __init__(self) -> None:
+        self.instances: dict[str, Pass] = {}
+        self.after: dict[str, tuple[object, ...]] = {}
+
+
+def _resolve_required(root: PassInfo, state: _RequiredRuns) -> None:
+    """Instantiate every pass ``root`` requires, transitively; reject unknown names and cycles.
+
+    Raises before any pass runs. A cycle is reported as ``A -> B -> C -> A``.
+    """
+    from parpass.transform.registry import get_pass, list_passes
+
+    path: list[str] = [root.name]
+    on_path = {root.name}
+    # explicit stack of (name, iterator over its required names)
+    stack: list[tuple[str, Iterator[str]]] = [(root.name, iter(root.required))]
+    done: set[str] = set()
+    while stack:
+        name, pending = stack[-1]
+        nxt = next(pending, None)
+        if nxt is None:
+            stack.pop()
+            path.pop()
+            on_path.discard(name)
+            done.add(name)
+            continue
+        if nxt in on_path:
+            cycle = [*path[path.index(nxt) :], nxt]
+            raise ValueError(f"required passes form a cycle: {' -> '.join(cycle)}")
+        if nxt in done:
+            continue
+        p = state.instances.get(nxt)
+        if p is None:
+            try:
+                p = get_pass(nxt)
+            except KeyError:
+                raise not_found(
+                    "pass", nxt, list_passes(), where=f"in the pass registry (required by {name!r})"
+                ) from None
+            state.instances[nxt] = p
+        path.append(nxt)
+        on_path.add(nxt)
+        stack.append((nxt, iter(p.info.required)))
+
+
+class Sequential(Pass):
+    """``Sequential(passes=None, opt_level=0, name="sequential", required=None, traceable=False)``.
+
+    Runs ``passes`` in order. Each is first checked with ``ctx.pass_enabled``
+    (disabled_pass wins, then required_pass, then opt_level; a nested Sequential
+    whose name is disabled is skipped whole). Before an enabled pass, the passes
+    its ``info.required`` names are resolved through the pass registry,
+    transitively, dependencies first; each runs at most once per run of this
+    Sequential unless the module changed since it ran, and a dependency cycle
+    is an error. Required passes run whatever the opt_level and disabled_pass
+    (as in TVM); the context's instruments may still veto them.
+
+    When the context has no instruments, a run of consecutive enabled
+    function-level passes without ``required`` is handed to the executor as
+    one chain (the instrument trace is empty either way, and a chain means
+    exactly the passes run one after the other).
+    """
+
+    _kind = "Sequential"
+
+    def __init__(
+        self,
+        passes: Sequence[Pass] | None = None,
+        opt_level: int = 0,
+        name: str = "sequential",
+        required: Sequence[str] | None = None,
+        traceable: bool = False,
+    ) -> None:
+        super().__init__(PassInfo(opt_level, name, required, traceable))
+        if passes is None:
+            passes = []
+        if not isinstance(passes, (list, tuple)):
+            if isinstance(passes, Pass):
+                passes = [passes]
+            else:
+                raise TypeError(f"Sequential {name!r}: passes must be a list of passes, got {type(passes).__name__}")
+        for index, p in enumerate(passes):
+            if not isinstance(p, Pass):
+                raise TypeError(f"Sequential {name!r}: passes[{index}] is not a Pass: {type(p).__name__}: {p!r}")
+        self._passes: tuple[Pass, ...] = tuple(passes)
+
+    @property
+    def passes(self) -> tuple[Pass, ...]:
+        return self._passes
+
+    def __str__(self) -> str:
+        names = ", ".join(p.info.name for p in self._passes)
+        return f"{super().__str__()}. The passes will be executed are: [{names}]"
+
+    def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        passes = self._passes
+        state: _RequiredRuns | None = None
+        i, n = 0, len(passes)
+        while i < n:
+            p = passes[i]
+            info = p.info
+            if not ctx.pass_enabled(info):
+                i += 1
+                continue
+            if info.required:
+                if state is None:
+                    state = _RequiredRuns()
+                mod = self._run_required(info, mod, ctx, state)
+            elif not ctx.instruments and _fusable(p):
+                chain: list[FunctionLevelPass] = [p]  # type: ignore[list-item]
+                j = i + 1
+                while j < n:
+                    q = passes[j]
+                    if ctx.pass_enabled(q.info):
+                        if q.info.required or not _fusable(q):
+                            break
+                        chain.append(q)  # type: ignore[arg-type]
+                    j += 1
+                if len(chain) > 1:
+                    mod = get_function_pass_executor().run(chain, mod, ctx)
+                    i = j
+                    continue
+            mod = p._run(mod, ctx)
+            i += 1
+        return mod
+
+    @staticmethod
+    def _run_required(root: PassInfo, mod: IRModule, ctx: PassContext, state: _RequiredRuns) -> IRModule:
+        _resolve_required(root, state)
+
+        def ensure(name: str, mod: IRModule) -> IRModule:
+            p = state.instances[name]
+            for dep in p.info.required:
+                mod = ensure(dep, mod)
+            last = state.after.get(name)
+            if last is not None and same_fingerprint(last, mod.fingerprint()):
+                return mod
+            mod = p._run(mod, ctx)
+            state.after[name] = mod.fingerprint()
+            return mod
+
+        for dep in root.required:
+            mod = ensure(dep, mod)
+        return mod

@@ -1,0 +1,87 @@
+"""The pass registry: named factories that build passes (TVM's ``GetPass``).
+
+``@register_pass("FoldConstant")`` on a zero-argument factory makes the pass
+available as ``get_pass("FoldConstant")``; a Sequential resolves
+``PassInfo.required`` names through it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from parpass.errors import not_found
+
+if TYPE_CHECKING:
+    from parpass.transform.passes import Pass
+
+__all__ = ["get_pass", "list_passes", "register_pass"]
+
+_F = TypeVar("_F", bound=Callable[[], "Pass"])
+
+_LOCK = threading.Lock()
+_FACTORIES: dict[str, Callable[[], Pass]] = {}
+
+
+def _same_definition(a: object, b: object) -> bool:
+    """The same factory, or one redefined by re-importing its module."""
+    return a is b or (
+        getattr(a, "__module__", None) == getattr(b, "__module__", None)
+        and getattr(a, "__qualname__", None) == getattr(b, "__qualname__", None)
+        and getattr(a, "__qualname__", None) is not None
+    )
+
+
+def register_pass(name: str, *, override: bool = False) -> Callable[[_F], _F]:
+    """Decorator registering a zero-argument pass factory under ``name``; returns the factory unchanged.
+
+    Registering another factory under a taken name is an error unless
+    ``override=True`` (re-registering the same definition, as on a module
+    reload, is allowed).
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"register_pass: name must be a non-empty str, got {type(name).__name__}: {name!r}")
+
+    def decorate(factory: _F) -> _F:
+        if not callable(factory):
+            raise TypeError(f"register_pass({name!r}) decorates a pass factory, got {type(factory).__name__}")
+        try:
+            inspect.signature(factory).bind()
+        except TypeError:
+            raise TypeError(
+                f"register_pass({name!r}): the factory must be callable without arguments, "
+                f"but its signature is {inspect.signature(factory)}"
+            ) from None
+        except ValueError:  # no signature available
+            pass
+        with _LOCK:
+            old = _FACTORIES.get(name)
+            if old is not None and not override and not _same_definition(old, factory):
+                raise ValueError(
+                    f"a pass named {name!r} is already registered (by {getattr(old, '__qualname__', old)!r}); "
+                    "pass override=True to replace it"
+                )
+            _FACTORIES[name] = factory
+        return factory
+
+    return decorate
+
+
+def get_pass(name: str) -> Pass:
+    """A new instance of the pass registered as ``name``; a KeyError naming the closest names if unknown."""
+    from parpass.transform.passes import Pass
+
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        raise not_found("pass", name, sorted(_FACTORIES), where="in the pass registry")
+    p = factory()
+    if not isinstance(p, Pass):
+        raise TypeError(f"the factory registered as pass {name!r} returned {type(p).__name__}, not a Pass")
+    return p
+
+
+def list_passes() -> list[str]:
+    """The names of all registered passes, sorted."""
+    return sorted(_FACTORIES)

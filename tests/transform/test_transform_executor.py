@@ -1,0 +1,127 @@
+"""The executor seam: InlineExecutor's contract, installing another executor, slot identity."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from parpass.ir import IRModule, relax
+from parpass.transform import (
+    FunctionLevelPass,
+    FunctionPassExecutor,
+    InlineExecutor,
+    PassContext,
+    Sequential,
+    function_pass,
+    get_function_pass_executor,
+    prim_func_pass,
+    set_function_pass_executor,
+)
+
+
+def test_default_is_inline_and_set_returns_previous() -> None:
+    assert isinstance(get_function_pass_executor(), InlineExecutor)
+    assert isinstance(get_function_pass_executor(), FunctionPassExecutor)
+
+    class Other(InlineExecutor):
+        pass
+
+    other = Other()
+    previous = set_function_pass_executor(other)
+    try:
+        assert get_function_pass_executor() is other
+    finally:
+        assert set_function_pass_executor(None) is other
+    assert isinstance(get_function_pass_executor(), InlineExecutor) and previous is not other
+    with pytest.raises(TypeError, match="run"):
+        set_function_pass_executor(object())  # type: ignore[arg-type]
+
+
+def test_installed_executor_runs_the_body_between_instrument_callbacks(mod: IRModule) -> None:
+    from parpass.instrument import pass_instrument
+
+    events: list[str] = []
+
+    @pass_instrument
+    class Rec:
+        def run_before_pass(self, m: IRModule, info: object) -> None:
+            events.append("before")
+
+        def run_after_pass(self, m: IRModule, info: object) -> None:
+            events.append("after")
+
+    class Spy:
+        def run(self, passes: Sequence[FunctionLevelPass], m: IRModule, ctx: PassContext) -> IRModule:
+            events.append("executor:" + ",".join(p.info.name for p in passes))
+            assert ctx is PassContext.current()
+            return InlineExecutor().run(passes, m, ctx)
+
+    previous = set_function_pass_executor(Spy())
+    try:
+        p = function_pass(lambda f, m, c: f, opt_level=0, name="Id")
+        with PassContext(instruments=[Rec()]):
+            p(mod)
+    finally:
+        set_function_pass_executor(previous)
+    assert events == ["before", "executor:Id", "after"]
+
+
+def test_executor_must_return_a_module(mod: IRModule) -> None:
+    class Broken:
+        def run(self, passes: object, m: IRModule, ctx: object) -> object:
+            return None
+
+    previous = set_function_pass_executor(Broken())  # type: ignore[arg-type]
+    try:
+        with pytest.raises(TypeError, match="executor returned NoneType"):
+            function_pass(lambda f, m, c: f, opt_level=0)(mod)
+    finally:
+        set_function_pass_executor(previous)
+
+
+def test_inline_executor_contract(mod: IRModule) -> None:
+    a = function_pass(lambda f, m, c: f.with_attr("a", 1), opt_level=0, name="a")
+    same = prim_func_pass(lambda f, m, c: f, opt_level=0, name="same")
+    ctx = PassContext()
+    bytes_k = mod.encoded_function("k")
+    bytes_f = mod.encoded_function("f")
+    out = InlineExecutor().run([a, same], mod, ctx)
+    assert out is not mod
+    assert out.names() == mod.names()
+    assert out["f"].attrs == {"a": 1} and "a" not in mod["f"].attrs
+    # unchanged functions keep their slot: the cached encoded bytes survive
+    assert out.encoded_function("k") is bytes_k
+    assert out.encoded_function("f") is not bytes_f
+    # nothing to do still gives a new module
+    nothing = InlineExecutor().run([same], mod, ctx)
+    assert nothing is not mod and nothing.fingerprint() == mod.fingerprint()
+
+
+def test_chain_equals_pass_by_pass(mod: IRModule) -> None:
+    order: list[str] = []
+
+    def make(name: str) -> FunctionLevelPass:
+        @function_pass(opt_level=0, name=name)
+        def run(func: relax.Function, m: IRModule, ctx: PassContext) -> relax.Function:
+            order.append(f"{name}:{len(func.bindings)}")
+            return func.with_attr(name, sorted(func.attrs))
+
+        return run
+
+    chain = [make("p1"), make("p2")]
+    fused = InlineExecutor().run(chain, mod, PassContext())
+    assert order == ["p1:1", "p1:2", "p2:1", "p2:2"]  # all of pass 1 (module order), then pass 2
+    order.clear()
+    serial = chain[1](chain[0](mod))
+    assert order == ["p1:1", "p1:2", "p2:1", "p2:2"]
+    assert [fused[n] for n in mod.names()] == [serial[n] for n in mod.names()]
+    assert fused["f"].attrs == {"p1": [], "p2": ["p1"]}
+
+
+def test_lazily_held_functions(mod: IRModule) -> None:
+    lazy = IRModule()
+    for name in mod.names():
+        lazy.set_encoded_function(name, mod.encoded_function(name))
+    out = Sequential([function_pass(lambda f, m, c: f.with_attr("x", 1), opt_level=0)])(lazy)
+    assert out["f"].attrs == {"x": 1} and out["k"] == mod["k"]
