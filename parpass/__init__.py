@@ -1,6 +1,6 @@
 """parpass: a TVM-style pass infrastructure whose function-level passes run on every core."""
 
-from parpass import instrument, transform
+from parpass import instrument, parallel, transform
 from parpass.instrument import (
     DumpIR,
     PassInstrument,
@@ -14,6 +14,7 @@ from parpass.instrument import (
     pass_instrument,
 )
 from parpass.ir import IRModule
+from parpass.parallel import shutdown
 from parpass.transform import (
     FunctionPass,
     ModulePass,
@@ -61,9 +62,11 @@ __all__ = [
     "list_configs",
     "list_passes",
     "module_pass",
+    "parallel",
     "pass_instrument",
     "prim_func_pass",
     "register_config_option",
     "register_pass",
+    "shutdown",
     "transform",
 ]

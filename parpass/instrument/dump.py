@@ -43,6 +43,14 @@ class DumpIR(PassInstrument):
                 if entry.is_file() and _DUMP_FILE.match(entry.name):
                     entry.unlink()
 
+    def __getstate__(self) -> dict[str, object]:
+        return {"dump_dir": self.dump_dir, "counter": self.counter}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.dump_dir = Path(state["dump_dir"])  # type: ignore[arg-type]
+        self.counter = int(state["counter"])  # type: ignore[call-overload]
+        self._lock = threading.Lock()
+
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         with self._lock:
             index = self.counter

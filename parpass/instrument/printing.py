@@ -138,6 +138,15 @@ class PrintAfterChange(_Printer):
         self._frames = _Frames()
         self._started = False
 
+    def __getstate__(self) -> dict[str, object]:
+        return {"passes": self.passes, "file": self._file, "started": self._started}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.passes = state["passes"]  # type: ignore[assignment]
+        self._file = state["file"]  # type: ignore[assignment]
+        self._started = bool(state["started"])
+        self._frames = _Frames()
+
     def enter_pass_ctx(self) -> None:
         self._started = False
         self._frames.stack.clear()

@@ -170,5 +170,5 @@ class PassTimingInstrument(PassInstrument):
         return {"roots": self.timings}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
+        PassTimingInstrument.__init__(self)
         self._roots = list(state["roots"])

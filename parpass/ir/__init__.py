@@ -7,6 +7,7 @@ The node classes of each kind live in :mod:`parpass.ir.relax` and
 """
 
 from parpass.ir import relax, tir
+from parpass.ir.expr_functor import ExprMutator, ExprVisitor, post_order
 from parpass.ir.ids import IdSupply
 from parpass.ir.module import IRModule
 from parpass.ir.node import Attrs, AttrValue, BaseFunc, GlobalVar, Node, Op
@@ -26,6 +27,7 @@ from parpass.ir.relax import (
     Var,
 )
 from parpass.ir.serialization import from_bytes, load, save, to_bytes
+from parpass.ir.stmt_functor import StmtExprMutator, StmtExprVisitor, post_order_visit, substitute
 from parpass.ir.structural import assert_structural_equal, structural_equal, structural_hash
 from parpass.ir.tir import Buffer, ForKind, PrimFunc
 from parpass.ir.types import PrimType, TensorType, TupleType, Type
@@ -39,6 +41,8 @@ __all__ = [
     "Buffer",
     "Call",
     "Constant",
+    "ExprMutator",
+    "ExprVisitor",
     "ForKind",
     "Function",
     "GlobalVar",
@@ -52,6 +56,8 @@ __all__ = [
     "PrimFunc",
     "PrimType",
     "SeqExpr",
+    "StmtExprMutator",
+    "StmtExprVisitor",
     "TensorType",
     "Tuple",
     "TupleGetItem",
@@ -65,11 +71,14 @@ __all__ = [
     "get_op",
     "list_ops",
     "load",
+    "post_order",
+    "post_order_visit",
     "register_op",
     "relax",
     "save",
     "structural_equal",
     "structural_hash",
+    "substitute",
     "tir",
     "to_bytes",
     "well_formed",

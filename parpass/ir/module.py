@@ -283,7 +283,6 @@ class IRModule:
             return type(slot.func), slot.func.attrs
         from parpass.ir.peek import peek_function
 
-        assert slot.data is not None
         if slot.data is None:
             func = slot.get()
             return type(func), func.attrs

@@ -229,6 +229,7 @@ def _norm(value: Any) -> Any:
 # the canonical stream
 
 _DEF_MARK = object()
+_RDEF_MARK = object()
 
 
 class _Trace:
@@ -243,8 +244,12 @@ class _Trace:
         self.def_paths: dict[int, Any] = {}
 
 
-def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None) -> list[Any]:
-    """The canonical token stream of ``root`` (see the module docstring), built without recursion."""
+def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None, stop_at: int = -1) -> list[Any]:
+    """The canonical token stream of ``root`` (see the module docstring), built without recursion.
+
+    With a ``trace``, also records where each item's tokens start and its path,
+    and stops once the stream is longer than ``stop_at`` (when that is >= 0).
+    """
     specs = _specs()
     out: list[Any] = []
     append = out.append
@@ -260,10 +265,18 @@ def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None) -> list[A
     counter = 0
     simple = _SIMPLE
     opaque = _OPAQUE_SET
+    rvar_cls = relax.Var
     while stack:
         node = pop()
         if track:
+            if 0 <= stop_at < len(out):
+                break
             path = paths.pop()
+        if node is _RDEF_MARK:  # one dataflow variable defined (untracked walks only)
+            append("%def")
+            rnum[pop().vid] = counter
+            counter += 1
+            continue
         if node is _DEF_MARK:
             # a group of variables defined together: (var, ...) with their paths; buffer shapes are walked after
             group = pop()
@@ -324,7 +337,12 @@ def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None) -> list[A
             append(spec[1])
             for name in spec[2]:
                 v = getattr(node, name)
-                append(v if type(v) in simple else _norm(v))
+                if type(v) in simple:
+                    append(v)
+                elif type(v) is dict and not v:
+                    append(_EMPTY_DICT)
+                else:
+                    append(_norm(v))
             for name, role in spec[3]:
                 v = getattr(node, name)
                 if role == _CHILD:
@@ -342,11 +360,17 @@ def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None) -> list[A
                         if track:
                             paths.append((path, name))
                 elif role == _DEF:
-                    push((v,))
-                    push(_DEF_MARK)
                     if track:
+                        push((v,))
+                        push(_DEF_MARK)
                         paths.append(((path, name),))
                         paths.append(None)
+                    elif type(v) is rvar_cls:  # the common case, without the group machinery
+                        push(v)
+                        push(_RDEF_MARK)
+                    else:
+                        push((v,))
+                        push(_DEF_MARK)
                 else:  # _DEFS: a tuple of variables defined together, before any of their shapes is walked
                     append(-1 - len(v))
                     push(v)
@@ -472,18 +496,17 @@ def _attrs_token(attrs: Mapping[str, Any]) -> Any:
     return _norm(dict(attrs))
 
 
-def _func_equal(a: Any, b: Any, map_free_vars: bool) -> bool:
+def _func_equal(a: Any, b: Any, map_free_vars: bool, check_streams: bool = True) -> bool:
+    """Structural equality of two nodes (or sequences of nodes); only the cheap checks unless ``check_streams``."""
     if a is b:
         return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, Node):
+    if isinstance(a, Node) and type(a) is type(b):
         try:
             if a == b:  # field-wise equal (same ids) implies structurally equal
                 return True
-        except RecursionError:
+        except RecursionError:  # msgspec compares recursively; the streams below do not
             pass
-    return _emit(a, map_free_vars) == _emit(b, map_free_vars)
+    return check_streams and _emit(a, map_free_vars) == _emit(b, map_free_vars)
 
 
 def _module_functions_equal(a: IRModule, b: IRModule, name: str, map_free_vars: bool) -> bool:
@@ -573,6 +596,10 @@ def _leaf_diff(x: Any, y: Any) -> str | None:
     is reported at the child); tuple lengths, None-ness and var-free children are not.
     """
     cls = type(x).__name__
+    if not isinstance(x, msgspec.Struct):
+        if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)) and len(x) != len(y):
+            return f"length {len(x)} != {len(y)}"
+        return f"{_short(x)} != {_short(y)}"
     fields: tuple[str, ...] = type(x).__struct_fields__
     ignored = _IGNORED.get(type(x), frozenset())
     opaque = _OPAQUE_SET
@@ -614,12 +641,32 @@ def _var_text(node: Any, tokens: list[Any], trace: _Trace, k: int) -> str:
     return f"{name!s} (free, vid {getattr(node, 'vid', '?')})"
 
 
-def _explain(a: Any, b: Any, map_free_vars: bool, where: str) -> str:
-    """A readable account of the first place where ``a`` and ``b`` differ (they are known to)."""
-    ta, tb = _Trace(), _Trace()
-    sa, sb = _emit(a, map_free_vars, ta), _emit(b, map_free_vars, tb)
+def _first_difference(sa: list[Any], sb: list[Any]) -> int:
+    """The first index where two token streams differ (the shorter length if one is a prefix)."""
     limit = min(len(sa), len(sb))
-    index = next((i for i in range(limit) if not _token_eq(sa[i], sb[i])), limit)
+    step = 4096
+    for lo in range(0, limit, step):
+        hi = min(lo + step, limit)
+        if sa[lo:hi] != sb[lo:hi]:  # compared in C; then find the token within the chunk
+            return next(i for i in range(lo, hi) if not _token_eq(sa[i], sb[i]))
+    return limit
+
+
+def _mismatch(a: Any, b: Any, map_free_vars: bool) -> int | None:
+    """None if ``a`` and ``b`` are structurally equal, else the index of the first differing token."""
+    if _func_equal(a, b, map_free_vars, check_streams=False):
+        return None
+    sa, sb = _emit(a, map_free_vars), _emit(b, map_free_vars)
+    if sa == sb:
+        return None
+    return _first_difference(sa, sb)
+
+
+def _explain(a: Any, b: Any, map_free_vars: bool, where: str, index: int) -> str:
+    """A readable account of the first place where ``a`` and ``b`` differ: token ``index`` of their streams."""
+    ta, tb = _Trace(), _Trace()
+    sa, sb = _emit(a, map_free_vars, ta, stop_at=index + 1), _emit(b, map_free_vars, tb, stop_at=index + 1)
+    limit = min(len(sa), len(sb))
     k = max(bisect_right(ta.starts, index) - 1, 0)
     kb = min(k, len(tb.subjects) - 1)
     x = ta.subjects[k] if ta.subjects else a
@@ -644,15 +691,17 @@ def _explain(a: Any, b: Any, map_free_vars: bool, where: str) -> str:
 
 def _token_eq(x: Any, y: Any) -> bool:
     try:
-        return bool(x == y) and type(x) is type(y)
+        return bool(x == y)
     except RecursionError:
         return False
 
 
 def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> None:
-    """Raise AssertionError naming the first place where ``a`` and ``b`` differ structurally."""
-    if structural_equal(a, b, map_free_vars):
-        return
+    """Raise AssertionError naming the first place where ``a`` and ``b`` differ structurally.
+
+    The message starts with the path of the difference (``@main: body.bindings[3].value.args[1]:``)
+    and what differs there, followed by both sides in brief.
+    """
     if isinstance(a, IRModule) and isinstance(b, IRModule):
         if a.names() != b.names():
             only_a = [n for n in a.names() if n not in b]
@@ -664,13 +713,19 @@ def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> None
         if _attrs_token(a.attrs) != _attrs_token(b.attrs):
             keys = list(dict.fromkeys([*a.attrs, *b.attrs]))
             key = next(k for k in keys if k not in a.attrs or k not in b.attrs or _norm(a.attrs[k]) != _norm(b.attrs[k]))
+            missing = "<missing>"
             raise AssertionError(
-                f"module attrs differ at {key!r}: {a.attrs.get(key, '<missing>')!r} != {b.attrs.get(key, '<missing>')!r}"
+                f"module attrs differ at {key!r}: {a.attrs.get(key, missing)!r} != {b.attrs.get(key, missing)!r}"
             )
         for name in a.names():
-            if not _module_functions_equal(a, b, name, map_free_vars):
-                raise AssertionError(_explain(a[name], b[name], map_free_vars, f"@{name}"))
-        raise AssertionError("modules differ")  # pragma: no cover - structural_equal said they differ
+            if _module_functions_equal(a, b, name, map_free_vars):
+                continue
+            index = _mismatch(a[name], b[name], map_free_vars)
+            if index is not None:
+                raise AssertionError(_explain(a[name], b[name], map_free_vars, f"@{name}", index))
+        return
     if isinstance(a, IRModule) or isinstance(b, IRModule):
         raise AssertionError(f"cannot compare {type(a).__name__} with {type(b).__name__}")
-    raise AssertionError(_explain(a, b, map_free_vars, ""))
+    index = _mismatch(a, b, map_free_vars)
+    if index is not None:
+        raise AssertionError(_explain(a, b, map_free_vars, "", index))

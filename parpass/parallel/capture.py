@@ -15,7 +15,6 @@ import logging
 import pickle
 import sys
 import warnings
-from collections.abc import Iterator
 from typing import Any, TextIO
 
 import msgspec
@@ -37,18 +36,18 @@ class Emission(msgspec.Struct, frozen=True, array_like=True):
 
 
 class _StreamRecorder(io.TextIOBase):
-    """A text stream that appends what is written to the shared emission list."""
+    """A text stream that appends what is written to the capture's current emission list."""
 
-    def __init__(self, kind: str, sink: list[Emission]) -> None:
+    def __init__(self, kind: str, capture: Capture) -> None:
         self._kind = kind
-        self._sink = sink
+        self._capture = capture
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
         if text:
-            sink = self._sink
+            sink = self._capture.sink
             if sink and sink[-1].kind == self._kind:
                 sink[-1] = Emission(self._kind, sink[-1].text + text)
             else:
@@ -57,9 +56,9 @@ class _StreamRecorder(io.TextIOBase):
 
 
 class _LogRecorder(logging.Handler):
-    def __init__(self, sink: list[Emission]) -> None:
+    def __init__(self, capture: Capture) -> None:
         super().__init__(level=1)
-        self._sink = sink
+        self._capture = capture
 
     def emit(self, record: logging.LogRecord) -> None:
         # Ship a self-contained record: message formatted, exception rendered as text.
@@ -68,13 +67,12 @@ class _LogRecorder(logging.Handler):
         if record.exc_info:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
             record.exc_info = None
-        record.stack_info = record.stack_info
         try:
             data = pickle.dumps(record)
         except Exception:
             plain = logging.makeLogRecord({k: v for k, v in record.__dict__.items() if _plain(v)})
             data = pickle.dumps(plain)
-        self._sink.append(Emission("log", logger=record.name, level=record.levelno, record=data))
+        self._capture.sink.append(Emission("log", logger=record.name, level=record.levelno, record=data))
 
 
 def _plain(value: Any) -> bool:
@@ -82,48 +80,57 @@ def _plain(value: Any) -> bool:
 
 
 class Capture:
-    """Records emissions of the code run inside :meth:`recording`; reusable per function."""
+    """Redirects stdout, stderr, logging and warnings, while entered, into :attr:`sink`.
+
+    Enter it once around many pass calls and give each call its own list with
+    :meth:`begin`: redirecting is set up once, so a function costs one list.
+    """
 
     def __init__(self) -> None:
-        self.emissions: list[Emission] = []
+        self.sink: list[Emission] = []
+        self._stack = contextlib.ExitStack()
 
-    @contextlib.contextmanager
-    def recording(self) -> Iterator[list[Emission]]:
-        """Redirect stdout, stderr, logging and warnings into a fresh emission list."""
-        sink: list[Emission] = []
-        self.emissions = sink
+    def begin(self) -> list[Emission]:
+        """Start a new emission list (the previous one is left to its owner) and return it."""
+        self.sink = []
+        return self.sink
+
+    def __enter__(self) -> Capture:
+        stack = self._stack
         root = logging.getLogger()
-        handler = _LogRecorder(sink)
         saved_handlers, saved_level = root.handlers[:], root.level
-        root.handlers = [handler]
+        root.handlers = [_LogRecorder(self)]
         root.setLevel(1)
-        saved_out, saved_err = sys.stdout, sys.stderr
-        sys.stdout = _StreamRecorder("stdout", sink)  # type: ignore[assignment]
-        sys.stderr = _StreamRecorder("stderr", sink)  # type: ignore[assignment]
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("always")
 
-                def record_warning(
-                    message: Warning | str,
-                    category: type[Warning],
-                    filename: str,
-                    lineno: int,
-                    file: TextIO | None = None,
-                    line: str | None = None,
-                ) -> None:
-                    try:
-                        cat = pickle.dumps(category)
-                    except Exception:
-                        cat = pickle.dumps(UserWarning)
-                    sink.append(Emission("warning", str(message), category=cat, filename=filename, lineno=lineno))
-
-                warnings.showwarning = record_warning
-                yield sink
-        finally:
-            sys.stdout, sys.stderr = saved_out, saved_err
+        def restore_logging() -> None:
             root.handlers = saved_handlers
             root.setLevel(saved_level)
+
+        stack.callback(restore_logging)
+        stack.enter_context(contextlib.redirect_stdout(_StreamRecorder("stdout", self)))  # type: ignore[type-var]
+        stack.enter_context(contextlib.redirect_stderr(_StreamRecorder("stderr", self)))  # type: ignore[type-var]
+        stack.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("always")
+        warnings.showwarning = self._record_warning
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _record_warning(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        try:
+            cat = pickle.dumps(category)
+        except Exception:
+            cat = pickle.dumps(UserWarning)
+        self.sink.append(Emission("warning", str(message), category=cat, filename=filename, lineno=lineno))
 
 
 #: Per-file warning registries, so the parent's "default"/"once" filters dedupe per location as serially.

@@ -16,6 +16,7 @@ belong to the task that owns that function.
 
 from __future__ import annotations
 
+import gc
 import pickle
 import time
 import traceback
@@ -105,6 +106,7 @@ class _Wave:
         self.passes: list[FunctionLevelPass] = cloudpickle.loads(header.passes)
         snapshot = cloudpickle.loads(header.context)
         self.recorder = _Recorder()
+        self.capture = Capture()
         instruments = [self.recorder] if header.record_instruments else None
         self.ctx = PassContext.from_snapshot(snapshot, instruments)
         self.quiet_ctx = PassContext.from_snapshot(snapshot)
@@ -128,8 +130,14 @@ class _Wave:
             func = before[name]
             if not applies(p, func):
                 return func
-            with Capture().recording(), self.quiet_ctx:
-                return p.transform_one(func, name, before, self.quiet_ctx)
+            # Computed here only to be looked up: its output and events belong to its own task.
+            saved_sink, self.capture.sink = self.capture.sink, []
+            saved_record, self.recorder.sink = self.recorder.sink, None
+            try:
+                with self.quiet_ctx:
+                    return p.transform_one(func, name, before, self.quiet_ctx)
+            finally:
+                self.capture.sink, self.recorder.sink = saved_sink, saved_record
 
         mod = IRModule.from_loader(self.file.header.names, load, self.attrs)
         return mod.read_only_view(view_reason(self.passes[stage].info.name))
@@ -162,30 +170,34 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
     progress = ProgressSlots(progress_path, num_slots, create=False)
     out = ChunkResult()
     names = wave.file.header.names
-    capture = Capture()
+    capture, recorder, ctx, views = wave.capture, wave.recorder, wave.ctx, wave.views
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # decoding builds many small objects: collecting during it costs several times the decode
     try:
-        for index in indices:
-            progress.start(slot, index)
-            name = names[index]
-            original = func = decode_function(wave.file.function_bytes(index))
-            for stage, p in enumerate(wave.passes):
-                if not applies(p, func):
-                    continue
-                with capture.recording() as sink, wave.ctx:
-                    wave.recorder.sink = sink
+        with capture, ctx:
+            for index in indices:
+                progress.start(slot, index)
+                name = names[index]
+                original = func = decode_function(wave.file.function_bytes(index))
+                for stage, p in enumerate(wave.passes):
+                    if not applies(p, func):
+                        continue
+                    sink = recorder.sink = capture.begin()
                     try:
-                        func = p.transform_one(func, name, wave.views[stage], wave.ctx)
+                        func = p.transform_one(func, name, views[stage], ctx)
                     except Exception as err:
                         out.errors.append(_task_error(stage, index, err))
                     finally:
-                        wave.recorder.sink = None
-                if sink:
-                    out.emissions.append((stage, index, sink))
-                if out.errors and out.errors[-1].index == index:
-                    break
-            else:
-                out.results.append((index, None if func is original else encode_function(func)))
+                        recorder.sink = None
+                    if sink:
+                        out.emissions.append((stage, index, sink))
+                    if out.errors and out.errors[-1].index == index:
+                        break
+                else:
+                    out.results.append((index, None if func is original else encode_function(func)))
     finally:
+        if gc_was_enabled:
+            gc.enable()
         progress.idle(slot)
         progress.close()
     out.seconds = time.perf_counter() - start

@@ -21,6 +21,14 @@ parallel one) must reproduce exactly:
 * the result is a new module; ``mod`` is never changed, also when a pass raises.
 * the first exception (in module order) propagates, with the note
   ``transform_one`` attached.
+
+The executor is called between the pass's own instrument callbacks (or, for a
+fused chain, only when the context has no instruments). A pass function may
+itself call passes (nested calls); they run under ``PassContext.current()``
+and its instruments (``should_run``, ``run_before_pass``, ``run_after_pass``,
+``on_pass_error``), so an executor that runs pass functions elsewhere must
+reproduce those callbacks in module order. Workers can rebuild the context
+with ``PassContext.from_snapshot(ctx.snapshot(), instruments=...)``.
 """
 
 from __future__ import annotations

@@ -8,13 +8,14 @@ disabled_pass check; only a Sequential applies those to the passes it holds).
 
 from __future__ import annotations
 
+import abc
 import importlib
 import inspect
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
-from parpass.errors import not_found
+from parpass.errors import ParpassError, not_found
 from parpass.instrument.base import same_fingerprint
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
@@ -25,10 +26,12 @@ from parpass.transform.executor import get_function_pass_executor
 from parpass.transform.pass_info import PassInfo
 
 __all__ = [
+    "NOTE_PREFIX",
     "FunctionLevelPass",
     "FunctionPass",
     "ModulePass",
     "Pass",
+    "PassDependencyError",
     "PrimFuncPass",
     "Sequential",
     "attach_pass_note",
@@ -37,6 +40,10 @@ __all__ = [
 
 #: Every note parpass attaches to an exception starts with this; an exception carries at most one.
 NOTE_PREFIX = "parpass: raised in pass "
+
+
+class PassDependencyError(ParpassError, ValueError):
+    """The ``required`` passes of a pass form a cycle."""
 
 
 def attach_pass_note(err: BaseException, pass_name: str, func_name: str | None = None) -> None:
@@ -88,8 +95,11 @@ def _resolve_global(module: str, qualname: str) -> object:
     return obj
 
 
-class Pass:
-    """Base of all passes: ``pass_(mod)`` runs the pass on ``mod`` under ``PassContext.current()``."""
+class Pass(abc.ABC):
+    """Base of all passes: ``pass_(mod)`` runs the pass on ``mod`` under ``PassContext.current()``.
+
+    Subclasses implement :meth:`_execute` (the body, without instruments).
+    """
 
     _info: PassInfo
 
@@ -121,9 +131,9 @@ class Pass:
         ctx.instrument_after_pass(ret, info)
         return ret
 
+    @abc.abstractmethod
     def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        """The pass body, without instruments; returns a new module."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement _execute")
+        """The pass body, without instruments; returns a new module and never changes ``mod``."""
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         # A decorated module-level function became this pass under the function's own name, so the
@@ -177,9 +187,11 @@ class ModulePass(Pass):
             attach_pass_note(err, name)
             raise
         if not isinstance(ret, IRModule):
-            raise TypeError(
+            bad = TypeError(
                 f"module pass {name!r} returned {type(ret).__name__}; a module pass must return an IRModule"
             )
+            attach_pass_note(bad, name)  # so that a pass that called this one does not claim the error
+            raise bad
         return ret.copy() if ret.is_read_only else ret
 
 
@@ -213,8 +225,8 @@ class FunctionLevelPass(Pass):
         kind = self.func_kind
         out = []
         for name in mod.names():
-            func = mod[name]
-            if isinstance(func, kind) and not func.skip_optimization:
+            func_kind, attrs = mod.kind_and_attrs(name)  # reads no function body
+            if issubclass(func_kind, kind) and not attrs.get("SkipOptimization", False):
                 out.append(name)
         return out
 
@@ -233,17 +245,27 @@ class FunctionLevelPass(Pass):
             return ret
         kind = self.func_kind
         if not isinstance(ret, kind):
-            raise TypeError(
+            bad = TypeError(
                 f"{self._label()} {self._info.name!r} returned {type(ret).__name__} for function {name!r}; "
                 f"it must return a {kind.__name__} (a function-level pass can neither add nor delete functions)"
             )
+            attach_pass_note(bad, self._info.name, name)
+            raise bad
         return ret
 
     def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        ret = get_function_pass_executor().run((self,), mod, ctx)
-        if not isinstance(ret, IRModule):
-            raise TypeError(f"the function pass executor returned {type(ret).__name__} instead of an IRModule")
-        return ret
+        return _run_chain((self,), mod, ctx)
+
+
+def _run_chain(passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
+    """Hand ``passes`` to the installed executor; check that it kept its side of the contract."""
+    executor = get_function_pass_executor()
+    ret = executor.run(passes, mod, ctx)
+    if not isinstance(ret, IRModule):
+        raise TypeError(f"the function pass executor {executor!r} returned {type(ret).__name__}, not an IRModule")
+    if ret is mod:
+        raise TypeError(f"the function pass executor {executor!r} returned its input module; it must return a new one")
+    return ret
 
 
 class FunctionPass(FunctionLevelPass):
@@ -297,7 +319,7 @@ def _resolve_required(root: PassInfo, state: _RequiredRuns) -> None:
             continue
         if nxt in on_path:
             cycle = [*path[path.index(nxt) :], nxt]
-            raise ValueError(f"required passes form a cycle: {' -> '.join(cycle)}")
+            raise PassDependencyError(f"required passes form a cycle: {' -> '.join(cycle)}")
         if nxt in done:
             continue
         p = state.instances.get(nxt)
@@ -388,7 +410,7 @@ class Sequential(Pass):
                         chain.append(q)  # type: ignore[arg-type]
                     j += 1
                 if len(chain) > 1:
-                    mod = get_function_pass_executor().run(chain, mod, ctx)
+                    mod = _run_chain(chain, mod, ctx)
                     i = j
                     continue
             mod = p._run(mod, ctx)

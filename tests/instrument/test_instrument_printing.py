@@ -125,3 +125,23 @@ def test_dump_ir_skips_vetoed_and_failed(mod: IRModule, tmp_path: Path) -> None:
         noop("B")(mod)
         module_pass(fail, opt_level=0, name="F")(mod)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["000_B.txt"]
+
+
+def test_builtin_instruments_pickle(tmp_path: Path) -> None:
+    import pickle
+
+    from parpass.instrument import PassTimingInstrument
+
+    for inst in (
+        DumpIR(tmp_path),
+        PrintAfterChange(["A"]),
+        PrintBeforeAll(),
+        PrintAfterAll(),
+        PrintIRBefore(),
+        PrintIRAfter(["B"]),
+        PassPrintingInstrument(["A"], []),
+        PassTimingInstrument(),
+    ):
+        again = pickle.loads(pickle.dumps(inst))
+        assert type(again) is type(inst)
+    assert pickle.loads(pickle.dumps(DumpIR(tmp_path))).dump_dir == tmp_path

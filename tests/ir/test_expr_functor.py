@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from parpass.ir import relax, tir
+from parpass.ir import tir
 from parpass.ir.expr_functor import ExprMutator, ExprVisitor, post_order
 from parpass.ir.node import GlobalVar, Op
 from parpass.ir.relax import Binding, Call, Constant, Function, If, Param, SeqExpr, Tuple, TupleGetItem, Var
@@ -547,6 +547,35 @@ def test_mutator_is_usable_after_a_handler_raised() -> None:
     assert m.visit_expr(e) == Tuple((Call(ADD, (y, y)), Tuple((Call(MUL, (y, y)),))))
 
 
+def test_error_in_a_nested_visit_propagates_unchanged_and_can_be_caught() -> None:
+    x = Var(0, "x")
+    inner = Tuple((Call(MUL, (x, x)),))  # visited from a handler, not part of the root
+
+    class Nested(ExprMutator):
+        catch = False
+
+        def visit_call_(self, op: Call) -> Any:
+            if op.op == MUL:
+                raise ValueError("inner failure")
+            return super().visit_call_(op)
+
+        def visit_tuple_(self, op: Tuple) -> Any:
+            if op is not inner:
+                try:
+                    self.visit_expr(inner)
+                except ValueError:
+                    if not self.catch:
+                        raise
+            return super().visit_tuple_(op)
+
+    for root in (Tuple((x,)), Tuple((x, Tuple((x,))))):  # the handler of the root, or of a node under it
+        with pytest.raises(ValueError, match="inner failure"):
+            Nested().visit_expr(root)
+        m = Nested(var_remap={0: Var(1, "y")})
+        m.catch = True
+        assert m.visit_expr(root) == ExprMutator(var_remap={0: Var(1, "y")}).visit_expr(root)
+
+
 # ---------------------------------------------------------------- deep IR
 
 
@@ -607,7 +636,7 @@ def test_100k_bindings_mutation_rebuilds_the_changed_bindings_only(big: Function
     g = ExprMutator(var_remap={x.vid: y}).visit_function(big)
     assert g.body.bindings[0].value.args[0] is y  # the one use of x
     assert g.body.bindings[0] is not big.body.bindings[0]
-    same = sum(a is b for a, b in zip(g.body.bindings, big.body.bindings))
+    same = sum(a is b for a, b in zip(g.body.bindings, big.body.bindings, strict=True))
     assert same == len(big.body.bindings) - 1
 
 

@@ -34,7 +34,7 @@ from parpass.ir import (
     printer,
     tir,
 )
-from parpass.ir.builder import FunctionBuilder, PrimFuncBuilder, call, const
+from parpass.ir.builder import FunctionBuilder, PrimFuncBuilder, call
 
 F32_44 = TensorType((4, 4), "float32")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -20,9 +21,9 @@ from parpass.transform import (
 )
 
 
-def test_default_is_inline_and_set_returns_previous() -> None:
-    assert isinstance(get_function_pass_executor(), InlineExecutor)
-    assert isinstance(get_function_pass_executor(), FunctionPassExecutor)
+def test_set_returns_previous_and_none_restores_inline() -> None:
+    installed = get_function_pass_executor()  # the parallel executor, once parpass.parallel is imported
+    assert isinstance(installed, FunctionPassExecutor)
 
     class Other(InlineExecutor):
         pass
@@ -30,10 +31,13 @@ def test_default_is_inline_and_set_returns_previous() -> None:
     other = Other()
     previous = set_function_pass_executor(other)
     try:
+        assert previous is installed
         assert get_function_pass_executor() is other
-    finally:
         assert set_function_pass_executor(None) is other
-    assert isinstance(get_function_pass_executor(), InlineExecutor) and previous is not other
+        assert type(get_function_pass_executor()) is InlineExecutor
+    finally:
+        set_function_pass_executor(installed)
+    assert get_function_pass_executor() is installed
     with pytest.raises(TypeError, match="run"):
         set_function_pass_executor(object())  # type: ignore[arg-type]
 
@@ -67,17 +71,26 @@ def test_installed_executor_runs_the_body_between_instrument_callbacks(mod: IRMo
     assert events == ["before", "executor:Id", "after"]
 
 
-def test_executor_must_return_a_module(mod: IRModule) -> None:
+def test_executor_must_return_a_new_module(mod: IRModule) -> None:
     class Broken:
-        def run(self, passes: object, m: IRModule, ctx: object) -> object:
-            return None
+        def __init__(self, result: object) -> None:
+            self.result = result
 
-    previous = set_function_pass_executor(Broken())  # type: ignore[arg-type]
-    try:
-        with pytest.raises(TypeError, match="executor returned NoneType"):
-            function_pass(lambda f, m, c: f, opt_level=0)(mod)
-    finally:
-        set_function_pass_executor(previous)
+        def run(self, passes: object, m: IRModule, ctx: object) -> object:
+            return m if self.result == "input" else self.result
+
+        def __repr__(self) -> str:
+            return "Broken()"
+
+    for result, message in ((None, "Broken() returned NoneType, not an IRModule"), ("input", "returned its input")):
+        previous = set_function_pass_executor(Broken(result))  # type: ignore[arg-type]
+        try:
+            with pytest.raises(TypeError, match=re.escape(message)):
+                function_pass(lambda f, m, c: f, opt_level=0)(mod)
+            with pytest.raises(TypeError, match=re.escape(message)):  # the fused path checks too
+                Sequential([function_pass(lambda f, m, c: f, opt_level=0)] * 2)(mod)
+        finally:
+            set_function_pass_executor(previous)
 
 
 def test_inline_executor_contract(mod: IRModule) -> None:

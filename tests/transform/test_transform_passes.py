@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from conftest import make_module, prim_func, relax_func
+from support import make_module, prim_func, relax_func
 
 from parpass.errors import ReadOnlyModuleError
 from parpass.ir import IRModule, relax, tir
@@ -177,6 +177,19 @@ def test_exception_keeps_type_and_gets_one_note(mod: IRModule) -> None:
     with pytest.raises(KeyError) as kinfo:
         Sequential([Sequential([mod_boom])])(mod)
     assert _parpass_notes(kinfo.value) == [f"{NOTE_PREFIX}'ModBoom'"]
+
+
+def test_result_type_errors_of_a_nested_call_keep_the_inner_note(mod: IRModule) -> None:
+    bad = function_pass(lambda f, m, c: None, opt_level=0, name="BadInner")
+
+    @function_pass(opt_level=0, name="Caller")
+    def caller(func: relax.Function, m: IRModule, ctx: PassContext) -> relax.Function:
+        bad(m)
+        return func
+
+    with pytest.raises(TypeError, match="'BadInner' returned NoneType") as info:
+        caller(mod)
+    assert _parpass_notes(info.value) == [f"{NOTE_PREFIX}'BadInner' on function 'f'"]
 
 
 def test_note_only_from_the_innermost_pass_of_nested_calls(mod: IRModule) -> None:

@@ -11,6 +11,7 @@ from parpass.transform import (
     InlineExecutor,
     Pass,
     PassContext,
+    PassDependencyError,
     Sequential,
     function_pass,
     module_pass,
@@ -138,12 +139,12 @@ def test_cycle_is_rejected_with_the_cycle_printed(mod: IRModule) -> None:
     register_pass("A")(lambda: recorder(log, "A", required=["B"]))
     register_pass("B")(lambda: recorder(log, "B", required=["C"]))
     register_pass("C")(lambda: recorder(log, "C", required=["A"]))
-    with pytest.raises(ValueError, match=r"cycle: A -> B -> C -> A"):
+    with pytest.raises(PassDependencyError, match=r"cycle: A -> B -> C -> A"):
         Sequential([recorder(log, "P", required=["A"])])(mod)
-    with pytest.raises(ValueError, match=r"cycle: P -> P"):
+    with pytest.raises(PassDependencyError, match=r"cycle: P -> P"):
         Sequential([recorder(log, "P", required=["P"])])(mod)
     register_pass("Loop")(lambda: recorder(log, "Loop", required=["P2"]))
-    with pytest.raises(ValueError, match=r"cycle: P2 -> Loop -> P2"):
+    with pytest.raises(PassDependencyError, match=r"cycle: P2 -> Loop -> P2"):
         Sequential([recorder(log, "P2", required=["Loop"])])(mod)
     assert log == []  # resolution fails before anything runs
 

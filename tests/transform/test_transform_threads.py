@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from conftest import make_module
+from support import make_module
 
 from parpass.instrument import PassTimingInstrument, pass_instrument
 from parpass.ir import IRModule, relax
@@ -13,7 +13,7 @@ from parpass.transform import PassContext, PassInfo, Sequential, function_pass, 
 
 def test_two_threads_each_see_only_their_own_context() -> None:
     register_config_option("test.thread_tag", str, default="none")
-    barrier = threading.Barrier(2, timeout=30)
+    barrier = threading.Barrier(2)
     results: dict[str, dict[str, object]] = {}
     errors: list[BaseException] = []
 

@@ -1,0 +1,23 @@
+"""Fixtures for the parallel-executor tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from parallel_support import executor
+
+from parpass.ir import IRModule
+from parpass.testing import random_module
+
+
+@pytest.fixture(scope="session")
+def small_module() -> IRModule:
+    return random_module(num_functions=24, num_prim_funcs=8, size=8, seed=11)
+
+
+@pytest.fixture
+def history() -> Iterator[list]:
+    """The executor's wave log, cleared for the test."""
+    executor.history.clear()
+    yield executor.history

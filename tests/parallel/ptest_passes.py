@@ -1,0 +1,132 @@
+"""Passes used by the parallel-executor tests.
+
+They live in an importable module (not a test file) so that worker processes
+load them by reference, as they would a user's passes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+import time
+import warnings
+
+from parpass.ir import IRModule, relax
+from parpass.ir.node import GlobalVar
+from parpass.transform import PassContext, function_pass, module_pass, prim_func_pass
+
+log = logging.getLogger("ptest")
+
+
+@function_pass(opt_level=0, name="CountBindings")
+def count_bindings(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Changes every Function: records its number of bindings."""
+    return func.with_attr("num_bindings", len(func.bindings))
+
+
+@function_pass(opt_level=0, name="KeepEven")
+def keep_even(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Changes only functions with an even number of bindings (others come back unchanged)."""
+    if len(func.bindings) % 2:
+        return func
+    return func.with_attr("even", True)
+
+
+@prim_func_pass(opt_level=0, name="TagPrimFuncs")
+def tag_prim_funcs(func, mod, ctx):  # type: ignore[no-untyped-def]
+    return func.with_attr("tagged", ctx.opt_level)
+
+
+def _callees(func: relax.Function) -> list[str]:
+    out = []
+    stack: list[object] = [func.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, relax.Call) and isinstance(node.op, GlobalVar):
+            out.append(node.op.name_hint)
+        stack.extend(node.children())  # type: ignore[attr-defined]
+    return sorted(out)
+
+
+@function_pass(opt_level=0, name="LookUpCallees")
+def look_up_callees(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Reads other functions through the module view: the callees' attributes as they were before the pass."""
+    seen = []
+    for name in _callees(func):
+        callee = mod[name]
+        seen.append(f"{name}:{len(callee.params)}:{callee.attrs.get('num_bindings', -1)}")
+    return func.with_attr("callees", seen)
+
+
+@function_pass(opt_level=0, name="Chatty")
+def chatty(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Prints, logs and warns (with the function's name), and changes nothing."""
+    name = func.attrs.get("global_symbol", len(func.bindings))
+    print(f"out {name}")
+    log.warning("log %s", name)
+    warnings.warn(f"warn {name}", UserWarning, stacklevel=1)
+    print(f"err {name}", file=__import__("sys").stderr)
+    return func
+
+
+@module_pass(opt_level=0, name="InnerModulePass")
+def inner_module_pass(mod: IRModule, ctx: PassContext) -> IRModule:
+    return mod.with_attr("inner", len(mod))
+
+
+@function_pass(opt_level=0, name="CallsNestedPass")
+def calls_nested_pass(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Runs another pass on a one-function module, from inside a function pass."""
+    small = IRModule({"f": func})
+    out = inner_module_pass(small)
+    return func.with_attr("inner", out.attrs.get("inner"))
+
+
+class Boom(ValueError):
+    """The error the failing passes raise."""
+
+
+@function_pass(opt_level=0, name="FailsOnSome")
+def fails_on_some(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Raises on functions with exactly 3 or 5 bindings."""
+    if len(func.bindings) in (3, 5):
+        raise Boom(f"cannot handle {len(func.bindings)} bindings")
+    return func
+
+
+class Unpicklable(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.lock = threading.Lock()
+
+
+@function_pass(opt_level=0, name="RaisesUnpicklable")
+def raises_unpicklable(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    raise Unpicklable("holds a lock")
+
+
+def _target(func: relax.Function) -> bool:
+    return func.attrs.get("global_symbol") == "main"
+
+
+@function_pass(opt_level=0, name="ExitsWorker")
+def exits_worker(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    if _target(func):
+        os._exit(3)
+    return func
+
+
+@function_pass(opt_level=0, name="Segfaults")
+def segfaults(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    if _target(func):
+        ctypes.string_at(0)
+    return func
+
+
+@function_pass(opt_level=0, name="Sleeps")
+def sleeps(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    if _target(func):
+        time.sleep(60)
+    return func
