@@ -388,7 +388,9 @@ def _check_magic(buf: bytes | bytearray | memoryview, codec: _Codec, src: str) -
             return
         if len(head) <= len(_MSGPACK_MAGIC) and (_MSGPACK_MAGIC.startswith(head[1:]) and 0x90 <= head[0] <= 0x9F):
             raise IRFormatError(f"{src}: data is truncated ({len(buf)} bytes)")
-        hint = " (it looks like JSON: load it from a .json file or with from_json)" if _JSON_MAGIC_RE.match(head) else ""
+        hint = (
+            " (it looks like JSON: load it from a .json file or with from_json)" if _JSON_MAGIC_RE.match(head) else ""
+        )
         raise IRFormatError(f"{src}: not parpass IR: no {FORMAT_MAGIC!r} marker at the start{hint}")
     if _JSON_MAGIC_RE.match(head):
         return
@@ -504,7 +506,7 @@ def from_bytes(data: bytes | bytearray | memoryview, *, source: str | None = Non
     with ``validate`` (the default) each is type-checked now, so corrupt data is
     rejected here. ``source`` names the data in error messages (a file name).
     """
-    kind, attrs, entries, func = _read_envelope(data, _MSGPACK, source, validate)
+    _, attrs, entries, func = _read_envelope(data, _MSGPACK, source, validate)
     if func is not None:
         return func
     mod = IRModule(attrs=attrs)
@@ -577,7 +579,7 @@ def to_json(x: IRObject) -> bytes:
 def from_json(data: bytes | bytearray | memoryview | str, *, source: str | None = None) -> IRObject:
     """The module or function written by :func:`to_json`; every function is decoded (and so checked) now."""
     buf = data.encode() if isinstance(data, str) else data
-    kind, attrs, entries, func = _read_envelope(buf, _JSON, source, validate=False)
+    _, attrs, entries, func = _read_envelope(buf, _JSON, source, validate=False)
     if func is not None:
         return func
     src = source or "<JSON bytes>"

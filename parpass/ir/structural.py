@@ -66,13 +66,13 @@ _CHILD, _DEF, _DEFS = range(3)
 #: Classes whose subtrees hold no variables and no floats: compared with msgspec's ``==``, hashed by encoding.
 _OPAQUE_CLASSES: tuple[type[Node], ...] = (TensorType, PrimType, TupleType, Op, GlobalVar, relax.Constant)
 #: Fields that are not part of the structure.
-_IGNORED: dict[type[Node], frozenset[str]] = {
+_IGNORED: dict[type, frozenset[str]] = {
     relax.Var: frozenset({"vid", "name_hint"}),
     tir.Var: frozenset({"vid", "name_hint"}),
     tir.Buffer: frozenset({"vid", "name"}),
 }
 #: Child fields in walk order, with their role, where it differs from field order / plain children.
-_STEPS: dict[type[Node], tuple[tuple[str, int], ...]] = {
+_STEPS: dict[type, tuple[tuple[str, int], ...]] = {
     relax.Param: (("var", _DEF), ("ty", _CHILD)),
     relax.Binding: (("value", _CHILD), ("var", _DEF), ("ty", _CHILD)),
     tir.For: (("min", _CHILD), ("extent", _CHILD), ("loop_var", _DEF), ("body", _CHILD)),
@@ -154,9 +154,15 @@ def _norm_scalar(v: Any) -> Any:
         return int(v)
     if isinstance(v, enum.Enum):
         return _norm_scalar(v.value)
-    for base in (str, int, float, bytes):  # other subclasses of the plain types compare as their base
-        if isinstance(v, base):
-            return _norm_scalar(base(v))
+    # other subclasses of the plain types compare as their base type
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        return _norm_scalar(float(v))
+    if isinstance(v, bytes):
+        return bytes(v)
     raise TypeError(f"structural comparison does not support values of type {t.__name__}: {v!r}")
 
 
@@ -205,7 +211,7 @@ def _norm(value: Any) -> Any:
         index = next(indices, None)
         if index is None:
             frames.pop()
-            built: Any = ("\0dict", tuple(zip(keys, out))) if is_dict else out
+            built: Any = ("\0dict", tuple(zip(keys, out, strict=True))) if is_dict else out
             if frames:
                 frames[-1][2].append(built)
             else:
@@ -305,8 +311,8 @@ def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None, stop_at: 
                     bnum[target.vid] = counter
                     append(-1 - len(target.shape))
                     append(-1 - len(target.strides))
-                    later.extend(((e, (tpath, f"shape[{i}]")) for i, e in enumerate(target.shape)))
-                    later.extend(((e, (tpath, f"strides[{i}]")) for i, e in enumerate(target.strides)))
+                    later.extend(((e, (tpath, "shape", i)) for i, e in enumerate(target.shape)))
+                    later.extend(((e, (tpath, "strides", i)) for i, e in enumerate(target.strides)))
                 else:  # not a variable: an ill-formed definition site, compared as an ordinary child
                     append("%notvar")
                     later.append((target, tpath))
@@ -328,7 +334,7 @@ def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None, stop_at: 
                 append(len(node))
                 stack.extend(reversed(node))
                 if track:
-                    paths.extend((path, f"[{i}]") for i in reversed(range(len(node))))
+                    paths.extend((path, "", i) for i in reversed(range(len(node))))
             else:
                 append(_norm(node))
             continue
@@ -350,7 +356,7 @@ def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None, stop_at: 
                         append(-1 - len(v))
                         stack.extend(reversed(v))
                         if track:
-                            paths.extend((path, f"{name}[{i}]") for i in reversed(range(len(v))))
+                            paths.extend((path, name, i) for i in reversed(range(len(v))))
                     elif v is None:
                         append(None)
                     elif type(v) in opaque:
@@ -358,12 +364,12 @@ def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None, stop_at: 
                     else:
                         push(v)
                         if track:
-                            paths.append((path, name))
+                            paths.append((path, name, None))
                 elif role == _DEF:
                     if track:
                         push((v,))
                         push(_DEF_MARK)
-                        paths.append(((path, name),))
+                        paths.append(((path, name, None),))
                         paths.append(None)
                     elif type(v) is rvar_cls:  # the common case, without the group machinery
                         push(v)
@@ -376,7 +382,7 @@ def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None, stop_at: 
                     push(v)
                     push(_DEF_MARK)
                     if track:
-                        paths.append(tuple((path, f"{name}[{i}]") for i in range(len(v))))
+                        paths.append(tuple((path, name, i) for i in range(len(v))))
                         paths.append(None)
         elif kind == _RVAR:
             vid = node.vid
@@ -435,13 +441,11 @@ def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None, stop_at: 
             stack.extend(reversed(node.strides))
             stack.extend(reversed(node.shape))
             if track:
-                paths.extend((path, f"strides[{i}]") for i in reversed(range(len(node.strides))))
-                paths.extend((path, f"shape[{i}]") for i in reversed(range(len(node.shape))))
+                paths.extend((path, "strides", i) for i in reversed(range(len(node.strides))))
+                paths.extend((path, "shape", i) for i in reversed(range(len(node.shape))))
         else:  # _OPAQUE
             append(node)
     return out
-
-
 
 
 def _digest(tokens: list[Any]) -> int:
@@ -565,9 +569,11 @@ def structural_hash(x: Any, map_free_vars: bool = False) -> int:
 
 
 def _render_path(path: Any) -> str:
+    """``body.bindings[3].value`` from a linked path ``(parent, field, index or None)``."""
     parts: list[str] = []
     while path:
-        path, label = path
+        path, name, index = path
+        label = name if index is None else f"{name}[{index}]"
         parts.append(label)
     text = ""
     for label in reversed(parts):
@@ -611,9 +617,9 @@ def _leaf_diff(x: Any, y: Any) -> str | None:
         if type(xv) is tuple and type(yv) is tuple:
             if len(xv) != len(yv):
                 return f"{cls} {name}: length {len(xv)} != {len(yv)}"
-            if type(x) in opaque or not any(isinstance(item, Node) for item in xv):
-                if _norm(xv) != _norm(yv):
-                    return f"{cls} {name} {_short(xv)} != {_short(yv)}"
+            plain = type(x) in opaque or not any(isinstance(item, Node) for item in xv)
+            if plain and _norm(xv) != _norm(yv):
+                return f"{cls} {name} {_short(xv)} != {_short(yv)}"
             continue
         if (xv is None) != (yv is None):
             return f"{cls} {name} {_short(xv)} != {_short(yv)}"
@@ -712,7 +718,9 @@ def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> None
             raise AssertionError(f"module function names differ: {detail}\n  lhs: {a.names()}\n  rhs: {b.names()}")
         if _attrs_token(a.attrs) != _attrs_token(b.attrs):
             keys = list(dict.fromkeys([*a.attrs, *b.attrs]))
-            key = next(k for k in keys if k not in a.attrs or k not in b.attrs or _norm(a.attrs[k]) != _norm(b.attrs[k]))
+            key = next(
+                k for k in keys if k not in a.attrs or k not in b.attrs or _norm(a.attrs[k]) != _norm(b.attrs[k])
+            )
             missing = "<missing>"
             raise AssertionError(
                 f"module attrs differ at {key!r}: {a.attrs.get(key, missing)!r} != {b.attrs.get(key, missing)!r}"

@@ -179,19 +179,19 @@ class ParallelExecutor:
             remove(progress.path)
             remove(wave_path)
         wait_end = time.perf_counter()
-        out = self._merge(results, mod, all_names)
-        self._replay_and_raise(results, passes, all_names, mod, ctx, cfg)
-        end = time.perf_counter()
-        busy = sum(r.seconds for r in results)
         nbytes = sum(sizes)
-        self.cost.record_work(names, busy, nbytes)
-        self.cost.record_wave(wait_end - start, busy, cfg.num_workers, nbytes)
-        parent = setup + encode_seconds + (end - wait_end)
-        self._remember(
-            WaveStats(
-                names, True, "parallel", len(targets), len(chunks), nbytes, end - start + encode_seconds, busy, parent
-            )
-        )
+        busy = sum(r.seconds for r in results)
+        try:
+            out = self._merge(results, mod, all_names)
+            self._replay_and_raise(results, passes, all_names, mod, ctx, cfg)
+        finally:
+            end = time.perf_counter()
+            self.cost.record_work(names, busy, nbytes)
+            self.cost.record_wave(wait_end - start, busy, cfg.num_workers, nbytes)
+            parent = setup + encode_seconds + (end - wait_end)
+            wall = end - start + encode_seconds
+            stats = WaveStats(names, True, "parallel", len(targets), len(chunks), nbytes, wall, busy, parent)
+            self._remember(stats)
         return out
 
     def _wait(

@@ -90,9 +90,11 @@ def prim_function() -> tir.PrimFunc:
                     {"pragma": "x"},
                 ),
                 tir.Allocate(
-                    tmp, tmp.store(tir.Ramp(tir.IntImm("int32", 0), tir.IntImm("int32", 1), 4), tir.Broadcast(
-                        tir.Cast("float32", i), 4
-                    ))
+                    tmp,
+                    tmp.store(
+                        tir.Ramp(tir.IntImm("int32", 0), tir.IntImm("int32", 1), 4),
+                        tir.Broadcast(tir.Cast("float32", i), 4),
+                    ),
                 ),
             )
         ),
@@ -435,7 +437,7 @@ def test_empty_file(tmp_path: Path) -> None:
 
 def test_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "absent.msgpack"
-    with pytest.raises(IRFormatError, match="absent.msgpack: no such file") as info:
+    with pytest.raises(IRFormatError, match=r"absent\.msgpack: no such file") as info:
         load(path)
     assert isinstance(info.value, FileNotFoundError)
     assert isinstance(info.value, IRFileNotFoundError)
@@ -443,7 +445,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 def test_directory_is_not_a_file(tmp_path: Path) -> None:
     (tmp_path / "dir.msgpack").mkdir()
-    with pytest.raises(IRFormatError, match="dir.msgpack: cannot read"):
+    with pytest.raises(IRFormatError, match=r"dir\.msgpack: cannot read"):
         load(tmp_path / "dir.msgpack")
 
 
@@ -574,13 +576,13 @@ def test_validation_catches_a_bad_last_function() -> None:
     env = _envelope()
     env[4][1][1][2][0] = "tir.Fro"
     data = msgspec.msgpack.encode(env)
-    with pytest.raises(IRFormatError, match="@helper: unknown node tag 'tir.Fro'"):
+    with pytest.raises(IRFormatError, match=r"@helper: unknown node tag 'tir\.Fro'"):
         from_bytes(data)
     # without validation only the framing is checked, and the bad function fails on first access
     mod = from_bytes(data, validate=False)
     assert isinstance(mod, IRModule)
     assert mod["main"] == dataflow_function()
-    with pytest.raises(IRFormatError, match="unknown node tag 'tir.Fro'"):
+    with pytest.raises(IRFormatError, match=r"unknown node tag 'tir\.Fro'"):
         mod["helper"]
 
 

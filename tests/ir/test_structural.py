@@ -31,7 +31,7 @@ def dataflow(
     attrs: dict[str, Any] | None = None,
 ) -> relax.Function:
     """``f(x, y) { z = add(x, y, const); return z }`` with chosen ids and names."""
-    x, y, z = (relax.Var(v, n) for v, n in zip(vids, names))
+    x, y, z = (relax.Var(v, n) for v, n in zip(vids, names, strict=True))
     args = (y, x) if swap else (x, y)
     value = add(*args, relax.Constant.from_value([1, 2, 3, 4], dtype))
     return relax.Function(
@@ -46,9 +46,7 @@ def loop_func(i_vid: int = 0, n_vid: int = 1, a_vid: int = 2, extent: Any = None
     i, n = tir.Var(i_vid, "i"), tir.Var(n_vid, "n")
     A = tir.Buffer(a_vid, "A", "float32", (n,))
     ext = n if extent is None else extent
-    return tir.PrimFunc(
-        (A, n), tir.For(i, tir.IntImm("int32", 0), ext, tir.ForKind.SERIAL, A.store(i, A[i] + step))
-    )
+    return tir.PrimFunc((A, n), tir.For(i, tir.IntImm("int32", 0), ext, tir.ForKind.SERIAL, A.store(i, A[i] + step)))
 
 
 def rename_all(func: Any, shift: int = 1000) -> Any:
@@ -161,9 +159,7 @@ def test_type_annotations_matter() -> None:
     b = msgspec.structs.replace(a, ret_type=TupleType((T,)))
     message = check_differ(a, b)
     assert "ret_type" in message
-    c = msgspec.structs.replace(
-        a, params=(a.params[0], relax.Param(a.params[1].var, TensorType((4,), "float16")))
-    )
+    c = msgspec.structs.replace(a, params=(a.params[0], relax.Param(a.params[1].var, TensorType((4,), "float16"))))
     message = check_differ(a, c)
     assert message.startswith("params[1]: Param ty")
 
@@ -441,7 +437,7 @@ def test_renamed_generated_module_property(seed: int, size: int, shift: int) -> 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), size=st.integers(2, 16), pick=st.integers(0, 2**16))
 def test_one_changed_leaf_is_found(seed: int, size: int, pick: int) -> None:
-    """Changing one integer immediate or one constant somewhere makes the functions differ, and the message says where."""
+    """Changing one integer immediate or one constant makes the functions differ, and the message says which."""
     mod = random_module(num_functions=2, num_prim_funcs=2, size=size, seed=seed)
     for name in mod.names():
         tree = msgspec.msgpack.decode(mod.encoded_function(name))

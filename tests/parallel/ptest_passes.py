@@ -130,3 +130,15 @@ def sleeps(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Funct
     if _target(func):
         time.sleep(60)
     return func
+
+
+@function_pass(opt_level=0, name="RunsParallelPassInside")
+def runs_parallel_pass_inside(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Asks for a parallel run of another function pass from inside a pass."""
+    from parpass.parallel import executor
+
+    inner = IRModule({f"copy{i}": func for i in range(8)})
+    with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
+        count_bindings(inner)
+    assert executor.last is not None
+    return func.with_attr("inner_reason", executor.last.reason)

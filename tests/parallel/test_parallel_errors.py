@@ -1,0 +1,87 @@
+"""Errors raised by passes in workers reach the caller as a serial run would raise them."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import pytest
+from parallel_support import module_bytes, parallel_ctx
+from ptest_passes import Boom, fails_on_some, raises_unpicklable
+
+from parpass.errors import PassShippingError, RemotePassError
+from parpass.ir import IRModule
+from parpass.transform import function_pass
+
+
+def _failing_names(mod: IRModule) -> list[str]:
+    return [n for n in fails_on_some.targets(mod) if len(mod[n].bindings) in (3, 5)]
+
+
+def test_first_error_in_module_order_with_its_type_and_notes(small_module: IRModule, history) -> None:  # type: ignore[no-untyped-def]
+    failing = _failing_names(small_module)
+    assert len(failing) >= 2
+    before = module_bytes(small_module)
+    with pytest.raises(Boom) as serial, parallel_ctx(1):
+        fails_on_some(small_module)
+    with pytest.raises(Boom) as parallel, parallel_ctx(2):
+        fails_on_some(small_module)
+    assert history[-1].passes == ("FailsOnSome",)
+    assert str(parallel.value) == str(serial.value)
+    notes = parallel.value.__notes__
+    pass_notes = [n for n in notes if n.startswith("parpass: raised in pass")]
+    assert pass_notes == [f"parpass: raised in pass 'FailsOnSome' on function {failing[0]!r}"]
+    assert pass_notes == [n for n in serial.value.__notes__ if n.startswith("parpass: raised in pass")]
+    remote = [n for n in notes if "remote traceback" in n]
+    assert len(remote) == 1 and "ptest_passes.py" in remote[0] and "Boom" in remote[0]
+    others = [n for n in notes if "also failed" in n]
+    assert len(others) == 1
+    positions = [others[0].index(repr(name)) for name in failing[1:]]
+    assert positions == sorted(positions)  # reported in module order
+    assert module_bytes(small_module) == before
+
+
+def test_unpicklable_exception_becomes_remote_pass_error(small_module: IRModule) -> None:
+    with pytest.raises(RemotePassError) as info, parallel_ctx(2):
+        raises_unpicklable(small_module)
+    err = info.value
+    assert err.type_name == "Unpicklable"
+    assert "holds a lock" in str(err)
+    assert err.pass_name == "RaisesUnpicklable"
+    assert err.functions[0] == raises_unpicklable.targets(small_module)[0]
+
+
+def _unpicklable_pass():  # type: ignore[no-untyped-def]
+    lock = threading.Lock()
+
+    @function_pass(opt_level=0, name="HoldsLock")
+    def holds_lock(func, mod, ctx):  # type: ignore[no-untyped-def]
+        with lock:
+            return func.with_attr("locked", True)
+
+    return holds_lock
+
+
+def test_unpicklable_pass_runs_in_process_with_one_warning(small_module: IRModule, history) -> None:  # type: ignore[no-untyped-def]
+    holds_lock = _unpicklable_pass()
+    with warnings.catch_warnings(record=True) as caught, parallel_ctx(2):
+        warnings.simplefilter("always")
+        first = holds_lock(small_module)
+        second = holds_lock(small_module)
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1
+    assert "HoldsLock" in messages[0] and "cannot be sent to worker processes" in messages[0]
+    assert "lock" in messages[0].lower()
+    assert not history[-1].parallel and history[-1].reason == "pass cannot be pickled"
+    with parallel_ctx(1):
+        serial = holds_lock(small_module)
+    assert module_bytes(first) == module_bytes(serial) == module_bytes(second)
+
+
+def test_strict_turns_an_unpicklable_pass_into_an_error(small_module: IRModule) -> None:
+    holds_lock = _unpicklable_pass()
+    with (
+        pytest.raises(PassShippingError, match="HoldsLock.*parpass.strict"),
+        parallel_ctx(2, **{"parpass.strict": True}),
+    ):
+        holds_lock(small_module)

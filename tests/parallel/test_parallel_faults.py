@@ -1,0 +1,159 @@
+"""Worker deaths, timeouts and interrupts: a clear error, nothing lost, nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from parallel_support import alive, module_bytes, parallel_ctx, worker_pids
+from ptest_passes import count_bindings, exits_worker, fails_on_some, segfaults, sleeps
+
+from parpass.errors import PassTimeoutError, WorkerCrashedError
+from parpass.ir import IRModule
+from parpass.parallel import load_reproducer, reproduce
+
+HERE = os.path.dirname(__file__)
+
+
+def _wait_gone(pids: list[int], seconds: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    left = [p for p in pids if alive(p)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [p for p in left if alive(p)]
+    return left
+
+
+def _warm(mod: IRModule) -> list[int]:
+    with parallel_ctx(2):
+        count_bindings(mod)
+    pids = worker_pids()
+    assert pids
+    return pids
+
+
+@pytest.mark.parametrize("crashing_pass", [exits_worker, segfaults], ids=["os._exit", "segfault"])
+def test_worker_death_names_pass_and_function_and_leaves_nothing(small_module: IRModule, crashing_pass) -> None:  # type: ignore[no-untyped-def]
+    pids = _warm(small_module)
+    before = module_bytes(small_module)
+    with pytest.raises(WorkerCrashedError) as info, parallel_ctx(2):
+        crashing_pass(small_module)
+    err = info.value
+    assert err.pass_name == repr(crashing_pass.info.name)
+    assert "main" in err.functions
+    assert "'main'" in str(err) and crashing_pass.info.name in str(err)
+    assert module_bytes(small_module) == before
+    assert _wait_gone(pids) == []
+    # the pool is rebuilt and the next pass works
+    with parallel_ctx(2):
+        out = count_bindings(small_module)
+    with parallel_ctx(1):
+        assert module_bytes(out) == module_bytes(count_bindings(small_module))
+
+
+def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule) -> None:
+    pids = _warm(small_module)
+    start = time.monotonic()
+    with pytest.raises(PassTimeoutError) as info, parallel_ctx(2, **{"parpass.timeout": 0.5}):
+        sleeps(small_module)
+    assert time.monotonic() - start < 30
+    assert info.value.functions == ("main",)
+    assert "0.5s" in str(info.value) and "Sleeps" in str(info.value)
+    assert isinstance(info.value, TimeoutError)
+    assert _wait_gone(pids) == []
+    with parallel_ctx(2):
+        count_bindings(small_module)
+
+
+def test_reproducer_is_written_and_reproduces(small_module: IRModule, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "repro.bin"
+    with pytest.raises(ValueError), parallel_ctx(2, **{"parpass.reproducer": str(path)}):
+        fails_on_some(small_module)
+    repro = load_reproducer(str(path))
+    assert repro.functions and all(len(small_module[n].bindings) in (3, 5) for n in repro.functions)
+    assert "FailsOnSome" in repro.message
+    error = reproduce(repro)
+    assert error is not None and type(error).__name__ == "Boom"
+    result = subprocess.run(
+        [sys.executable, "-m", "parpass.parallel.reproducer", str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": HERE + os.pathsep + os.environ.get("PYTHONPATH", "")},
+    )
+    assert result.returncode == 1, result.stderr
+    assert "reproduced: Boom" in result.stdout
+
+
+def test_crash_reproducer_names_the_crashing_function(small_module: IRModule, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "crash.bin"
+    with pytest.raises(WorkerCrashedError), parallel_ctx(2, **{"parpass.reproducer": str(path)}):
+        exits_worker(small_module)
+    repro = load_reproducer(str(path))
+    assert "main" in repro.functions
+    result = subprocess.run(
+        [sys.executable, "-m", "parpass.parallel.reproducer", str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": HERE + os.pathsep + os.environ.get("PYTHONPATH", "")},
+    )
+    assert result.returncode == 3  # the pass kills the process in-process too: it still fails
+
+
+def test_ctrl_c_leaves_no_worker_behind(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    script = tmp_path / "interrupted.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            sys.path.insert(0, {HERE!r})
+            import parpass
+            from parpass.parallel import get_backend
+            from parpass.testing import random_module
+            from parpass.transform import PassContext
+            from ptest_passes import count_bindings, sleeps
+            mod = random_module(num_functions=24, num_prim_funcs=8, size=8, seed=11)
+            cfg = {{"parpass.num_workers": 2, "parpass.parallel": "always"}}
+            with PassContext(config=cfg):
+                count_bindings(mod)
+                print(*get_backend().worker_pids(), flush=True)
+                try:
+                    sleeps(mod)
+                except KeyboardInterrupt:
+                    print("interrupted", flush=True)
+                    raise
+            """
+        )
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    pids = [int(p) for p in proc.stdout.readline().split()]
+    assert pids
+    time.sleep(1.0)  # the sleeping pass is running in a worker now
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert "interrupted" in out, err
+    assert proc.returncode != 0
+    assert _wait_gone(pids) == []
+
+
+def test_a_pass_inside_a_worker_never_starts_a_pool(small_module: IRModule) -> None:
+    from ptest_passes import runs_parallel_pass_inside
+
+    with parallel_ctx(2):
+        out = runs_parallel_pass_inside(small_module)
+    reasons = {out[n].attrs["inner_reason"] for n in runs_parallel_pass_inside.targets(small_module)}
+    assert reasons == {"nested in a worker"}
+
+
+def test_changing_num_workers_resizes_the_pool(small_module: IRModule) -> None:
+    with parallel_ctx(3):
+        count_bindings(small_module)
+    assert len(worker_pids()) == 3
+    with parallel_ctx(2):
+        count_bindings(small_module)
+    assert len(worker_pids()) == 2
