@@ -86,15 +86,20 @@ class _Recorder(PassInstrument):
         self._record("error", mod, info, error)
 
 
-def _portable(error: BaseException | None) -> BaseException | None:
-    if error is None:
-        return None
+def _pickled(obj: object) -> bytes | None:
+    """``obj`` pickled, if it also unpickles (an exception class may pickle but not rebuild); else None."""
     try:
-        data = cloudpickle.dumps(error)
+        data = cloudpickle.dumps(obj)
         pickle.loads(data)
-        return error
     except Exception:
-        return RuntimeError(f"{type(error).__name__}: {error}")
+        return None
+    return data
+
+
+def _portable(error: BaseException | None) -> BaseException | None:
+    if error is None or _pickled(error) is not None:
+        return error
+    return RuntimeError(f"{type(error).__name__}: {error}")
 
 
 class _Wave:
@@ -206,12 +211,7 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
 
 def _task_error(stage: int, index: int, err: BaseException) -> TaskError:
     text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-    try:
-        pickled: bytes | None = cloudpickle.dumps(err)
-        pickle.loads(pickled)
-    except Exception:
-        pickled = None
-    return TaskError(stage, index, pickled, type(err).__qualname__, str(err), text)
+    return TaskError(stage, index, _pickled(err), type(err).__qualname__, str(err), text)
 
 
 def warm_up() -> int:

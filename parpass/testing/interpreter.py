@@ -190,7 +190,7 @@ def _is_bool_scalar(value: Value) -> bool:
 # ====================================================================== dataflow functions
 
 # Task codes of the dataflow machine.
-_EVAL, _BLOCK, _BIND, _END_BLOCK, _CALL_OP, _CALL_FN, _TUPLE, _GET_ITEM, _IF = range(9)
+_EVAL, _BLOCK, _BIND, _END_BLOCK, _CALL_OP, _CALL_FN, _TUPLE, _GET_ITEM, _IF, _MEMO = range(10)
 
 
 class _Frame:
@@ -274,6 +274,8 @@ def _run_dataflow(mod: IRModule, frame: _Frame, func: relax.Function) -> Value:
     """The dataflow machine: a task stack and a value stack, no Python recursion."""
     tasks: list[tuple[Any, ...]] = [(_BLOCK, func.body, 0, frame, None, None)]
     values: list[Value] = []
+    purity = _Purity(mod)
+    memo: dict[tuple[Any, ...], Value] = {}  # (callee, argument bits) -> result, for pure callees
     while tasks:
         task = tasks.pop()
         code = task[0]
@@ -345,6 +347,10 @@ def _run_dataflow(mod: IRModule, frame: _Frame, func: relax.Function) -> Value:
                 err = not_found("function", gname, mod.names(), where="in the module")
                 raise frame.error(f"call of @{gname}: {err}")
             callee = mod[gname]
+            key = (gname, _value_key(args)) if purity.is_pure(gname) else None
+            if key is not None and key in memo:
+                values.append(memo[key])
+                continue
             if isinstance(callee, relax.Function):
                 if len(args) != len(callee.params):
                     raise frame.error(f"call of @{gname}: it takes {len(callee.params)} argument(s), got {len(args)}")
@@ -355,9 +361,14 @@ def _run_dataflow(mod: IRModule, frame: _Frame, func: relax.Function) -> Value:
                         raise frame.error(f"call of @{gname}: {problem}")
                     env[param.var.vid] = value
                 new = _Frame(gname, env, frame, frame.loc)
+                if key is not None:
+                    tasks.append((_MEMO, key))
                 tasks.append((_BLOCK, callee.body, 0, new, None, None))
             elif isinstance(callee, tir.PrimFunc):
-                values.append(_call_prim_from_dataflow(gname, callee, args, frame))
+                result = _call_prim_from_dataflow(gname, callee, args, frame)
+                if key is not None:
+                    memo[key] = result
+                values.append(result)
             else:
                 raise frame.error(f"call of @{gname}: it is a {type(callee).__name__}, not a function")
         elif code == _TUPLE:
@@ -371,6 +382,8 @@ def _run_dataflow(mod: IRModule, frame: _Frame, func: relax.Function) -> Value:
             if not 0 <= expr.index < len(value):
                 raise frame.error(f"TupleGetItem index {expr.index} is out of range for a tuple of {len(value)}")
             values.append(value[expr.index])
+        elif code == _MEMO:
+            memo[task[1]] = values[-1]
         elif code == _IF:
             _, expr, frame = task
             cond = values.pop()
@@ -384,6 +397,88 @@ def _run_dataflow(mod: IRModule, frame: _Frame, func: relax.Function) -> Value:
     if len(values) != 1:  # pragma: no cover - the machine's own invariant
         raise AssertionError(f"interpreter finished with {len(values)} values")
     return values[0]
+
+
+class _Purity:
+    """Which module functions are pure: no stateful op in them or in anything they call.
+
+    A pure function is deterministic (stateful ops like ``random_uniform`` are too,
+    given their seed, but ``print`` has an effect), so a call of one with the same
+    argument bits may reuse an earlier result. Without this, modules whose
+    functions call each other several times would be interpreted in exponential time.
+    """
+
+    def __init__(self, mod: IRModule) -> None:
+        self.mod = mod
+        self.pure: dict[str, bool] = {}
+
+    def is_pure(self, name: str) -> bool:
+        known = self.pure.get(name)
+        if known is not None:
+            return known
+        # Everything reachable from `name` through calls; impure if any of it has a stateful op.
+        reach: dict[str, None] = {}
+        stack = [name]
+        impure = False
+        while stack and not impure:
+            fname = stack.pop()
+            if fname in reach:
+                continue
+            reach[fname] = None
+            if self.pure.get(fname) is False:
+                impure = True
+                break
+            if fname not in self.mod:
+                continue
+            stateful, callees = _local_effects(self.mod[fname])
+            impure = stateful
+            stack.extend(c for c in callees if c not in reach)
+        if impure:
+            self.pure[name] = False
+        else:
+            for fname in reach:  # everything reachable from a pure function is pure
+                self.pure[fname] = True
+        return not impure
+
+
+def _local_effects(func: BaseFunc) -> tuple[bool, list[str]]:
+    """Whether ``func`` itself calls a stateful (or unknown) op, and the module functions it calls."""
+    if not isinstance(func, relax.Function):
+        return False, []
+    callees: list[str] = []
+    seen: set[int] = set()
+    stack: list[Any] = [func.body]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node) is relax.Call:
+            if isinstance(node.op, Op):
+                try:
+                    if not get_op(node.op.name).pure:
+                        return True, callees
+                except KeyError:
+                    return True, callees
+            elif isinstance(node.op, GlobalVar):
+                callees.append(node.op.name_hint)
+        stack.extend(node.children())
+    return False, callees
+
+
+def _value_key(values: Sequence[Value]) -> tuple[Any, ...]:
+    """A hashable key of runtime values: dtype, shape and bytes of every array, tuples kept as tuples."""
+    out: list[Any] = []
+    stack: list[Any] = list(reversed(values))
+    while stack:
+        value = stack.pop()
+        if isinstance(value, tuple):
+            out.append(("(", len(value)))
+            stack.extend(reversed(value))
+        else:
+            arr = np.asarray(value)
+            out.append((arr.dtype.str, arr.shape, arr.tobytes()))
+    return tuple(out)
 
 
 def _pop(values: list[Value], n: int) -> list[Value]:

@@ -142,3 +142,13 @@ def runs_parallel_pass_inside(func: relax.Function, mod: IRModule, ctx: PassCont
         count_bindings(inner)
     assert executor.last is not None
     return func.with_attr("inner_reason", executor.last.reason)
+
+
+@function_pass(opt_level=0, name="ReadsContext")
+def reads_context(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Records what the worker's current context says."""
+    current = PassContext.current()
+    assert current is ctx
+    return func.with_attr(
+        "ctx", [ctx.opt_level, list(ctx.required_pass), list(ctx.disabled_pass), ctx.config["parpass.timeout"]]
+    )

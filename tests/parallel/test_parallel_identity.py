@@ -82,3 +82,15 @@ def test_skip_optimization_functions_are_not_shipped_or_changed(history) -> None
     for name in skipped:
         assert out[name] is mod[name]
     assert history[-1].functions == len(mod) - len(skipped)
+
+
+def test_workers_see_the_callers_context(small_module: IRModule, history) -> None:  # type: ignore[no-untyped-def]
+    from ptest_passes import reads_context
+
+    from parpass.transform import PassContext
+
+    config = {"parpass.num_workers": 2, "parpass.parallel": "always", "parpass.timeout": 120.0}
+    with PassContext(opt_level=3, required_pass=["Chatty"], disabled_pass=["KeepEven"], config=config):
+        out = reads_context(small_module)
+    assert history[-1].parallel
+    assert out["main"].attrs["ctx"] == [3, ["Chatty"], ["KeepEven"], 120.0]

@@ -1,0 +1,129 @@
+"""Parallel executor benchmark: speedup over in-process runs, measured in one run.
+
+Cases (issue 5), each run in-process (``parpass.num_workers = 1``) and with
+``--workers`` workers in the default ``auto`` mode, medians of ``--repeat``:
+
+(a) one CPU-heavy function pass (a dependence analysis, quadratic in a
+    function's size) on ``random_module(2000)``;
+(b) a pipeline of light standard function passes (fused into one wave) on
+    the same module;
+(c) the same light pipeline on a module of 20 small functions, where the
+    executor must notice that shipping costs more than it saves.
+
+It also prints the parent's own overhead per function in the parallel runs
+(encoding what is not cached, writing the wave, merging, replaying).
+
+    python benchmarks/bench_parallel.py [--functions 2000] [--workers 2] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import parpass
+from parpass.ir import IRModule, relax
+from parpass.parallel import executor, usable_cores
+from parpass.testing import random_module
+from parpass.transform import Pass, PassContext, Sequential, function_pass
+
+
+@function_pass(opt_level=0, name="DependenceAnalysis")
+def dependence_analysis(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """For every binding, the set of earlier bindings it depends on, transitively (CPU-heavy, pure Python)."""
+    deps: dict[int, frozenset[int]] = {}
+    widest = 0
+    for _ in range(4):  # as an iterative dataflow analysis would, until nothing changes (here: fixed rounds)
+        for binding in func.bindings:
+            used: set[int] = set()
+            stack: list[object] = [binding.value]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, relax.Var):
+                    used.add(node.vid)
+                    used |= deps.get(node.vid, frozenset())
+                else:
+                    stack.extend(node.children())  # type: ignore[attr-defined]
+            deps[binding.var.vid] = frozenset(used)
+            widest = max(widest, len(used))
+    return func.with_attr("max_dependences", widest)
+
+
+def light_pipeline() -> Pass:
+    """The function-level part of the default pipeline (light passes, fused into one wave)."""
+    from parpass import passes
+
+    return Sequential(
+        [
+            passes.CanonicalizeBindings(),
+            passes.FoldConstant(),
+            passes.EliminateCommonSubexpr(),
+            passes.DeadCodeElimination(),
+            passes.InferType(),
+        ],
+        name="light_pipeline",
+    )
+
+
+def timed(pass_: Pass, mod: IRModule, workers: int, repeat: int) -> tuple[float, IRModule]:
+    """Median seconds of ``pass_(mod)`` over ``repeat`` runs (after one warm-up), and its output."""
+    config = {"parpass.num_workers": workers}
+    samples = []
+    out = mod
+    with PassContext(opt_level=3, config=config):
+        pass_(mod)
+        for _ in range(repeat):
+            start = time.perf_counter()
+            out = pass_(mod)
+            samples.append(time.perf_counter() - start)
+    return statistics.median(samples), out
+
+
+def same_bytes(a: IRModule, b: IRModule) -> bool:
+    return a.names() == b.names() and all(a.encoded_function(n) == b.encoded_function(n) for n in a.names())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--functions", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    big = random_module(num_functions=args.functions, seed=0)
+    small = random_module(num_functions=20, num_prim_funcs=0, size=10, seed=0)
+    cases: list[tuple[str, Callable[[], Pass], IRModule, str]] = [
+        ("(a) CPU-heavy function pass", lambda: dependence_analysis, big, ">= 1.85x"),
+        ("(b) light pipeline, 5 passes fused", light_pipeline, big, ">= 1.6x"),
+        ("(c) light pipeline, 20 small functions", light_pipeline, small, ">= 0.95x"),
+    ]
+    print(f"parpass {parpass.__version__}; usable cores {usable_cores()}; {args.workers} workers; median of {args.repeat}")
+    print(f"module: random_module({args.functions}) = {len(big)} functions\n")
+    print("| case | in-process ms | parallel ms | speedup | target | parent overhead µs/function | mode |")
+    print("|---|---:|---:|---:|---|---:|---|")
+    ok = True
+    for label, make, mod, target in cases:
+        pass_ = make()
+        serial, serial_out = timed(pass_, mod, 1, args.repeat)
+        executor.history.clear()
+        parallel, parallel_out = timed(pass_, mod, args.workers, args.repeat)
+        waves = [w for w in executor.history[-args.repeat :]]
+        shipped = [w for w in waves if w.parallel]
+        overhead = statistics.median(w.parent_seconds / max(w.functions, 1) for w in shipped) * 1e6 if shipped else 0.0
+        mode = "workers" if shipped else f"in-process ({waves[-1].reason})" if waves else "?"
+        identical = same_bytes(serial_out, parallel_out)
+        ok &= identical
+        speedup = serial / parallel
+        print(
+            f"| {label} | {serial * 1e3:.1f} | {parallel * 1e3:.1f} | {speedup:.2f}x | {target} | "
+            f"{overhead:.1f} | {mode}{'' if identical else ' (OUTPUT DIFFERS)'} |"
+        )
+    parpass.shutdown()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

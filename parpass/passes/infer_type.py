@@ -1,0 +1,407 @@
+"""InferType: fill in the type of every binding, and check the types that are already there.
+
+Types flow forward from the parameters:
+
+* a constant has the tensor type of its data, a tuple the tuple of its fields'
+  types, ``t[i]`` the type of field ``i``;
+* a call of an op has the type the op registry's type rule gives for the
+  argument types (the rule raises when they are wrong);
+* a call of a module function takes the callee's signature, looked up in
+  ``mod``: a ``Function``'s parameter types must match the arguments and the
+  call has its ``ret_type`` (inferred from the callee's body when it has
+  none); a ``PrimFunc`` is called in destination-passing style (the
+  arguments fill its first parameters, the remaining buffer parameters are
+  the outputs, and the call has the output's tensor type, or a tuple of
+  them);
+* an ``If`` needs a boolean scalar condition and has the type both branches
+  agree on.
+
+Each binding's ``ty`` is set to the inferred type, and the function's
+``ret_type`` to the type of its result. A type that is already there must
+agree with the inferred one. Every type error is a :class:`TypeInferenceError`
+(a ``TypeError``) naming the function, the binding, and the types involved.
+A type that cannot be known (the callee is a recursive function without a
+``ret_type``, or a ``PrimFunc`` with symbolic buffer shapes) is left as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from parpass.errors import ParpassError
+from parpass.ir import (
+    Binding,
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    IRModule,
+    Op,
+    PrimFunc,
+    PrimType,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    Type,
+    Var,
+    get_op,
+    tir,
+)
+from parpass.ir.builtin_ops import format_type
+from parpass.ir.expr_functor import ExprMutator, post_order
+from parpass.ir.relax import Expr
+from parpass.transform import Pass, PassContext, function_pass, register_pass
+
+__all__ = ["InferType", "TypeInferenceError"]
+
+
+class TypeInferenceError(ParpassError, TypeError):
+    """An ill-typed binding or function found by InferType; the message names the function and binding."""
+
+
+_UNDEFINED: Any = object()
+
+
+def _is_flat(value: Expr) -> bool:
+    """Whether ``value`` is a variable, a constant, or a call/tuple/projection of those (A-normal form)."""
+    kind = type(value)
+    if kind is Var or kind is Constant:
+        return True
+    if kind is Call:
+        return all(type(a) is Var or type(a) is Constant for a in value.args)  # type: ignore[union-attr]
+    if kind is Tuple:
+        return all(type(a) is Var or type(a) is Constant for a in value.fields)  # type: ignore[union-attr]
+    if kind is TupleGetItem:
+        return type(value.tuple_value) is Var  # type: ignore[union-attr]
+    return False
+
+
+def _is_bool_scalar(ty: Type) -> bool:
+    return isinstance(ty, (PrimType, TensorType)) and ty.dtype == "bool" and (type(ty) is PrimType or ty.shape == ())
+
+
+class _Signatures:
+    """The call types of the functions of ``mod``; return types of functions without one are inferred once."""
+
+    def __init__(self, mod: IRModule) -> None:
+        self.mod = mod
+        self.inferred: dict[str, Type | None] = {}  # function without ret_type -> type of its body (None: unknown)
+
+    def name_of(self, func: Function) -> str:
+        """The name ``func`` has in the module (for error messages only: it searches the module)."""
+        for name in self.mod.names():
+            if self.mod[name] is func:
+                return name
+        for name in self.mod.names():  # a worker may hold an equal copy rather than the same object
+            if self.mod[name] == func:
+                return name
+        return str(func.attrs.get("global_symbol", "<function>"))
+
+    def callee(self, name: str) -> Function | PrimFunc:
+        if name not in self.mod:
+            raise KeyError(name)
+        return self.mod[name]  # type: ignore[return-value]
+
+    def return_type(self, name: str) -> Type | None:
+        """The return type of Function ``name``: its ``ret_type``, else the type inferred from its body."""
+        func = self.mod[name]
+        if func.ret_type is not None:  # type: ignore[union-attr]
+            return func.ret_type  # type: ignore[union-attr,no-any-return]
+        memo = self.inferred
+        if name in memo:
+            return memo[name]
+        # Post-order over the functions without ret_type that `name` reaches through calls, so each is
+        # inferred after its callees. A function that reaches a call cycle among them gets no type (None):
+        # the same answer whichever function is asked about first.
+        stack: list[tuple[str, Any]] = [(name, iter(self._untyped_callees(name)))]
+        on_stack = {name}
+        while stack:
+            fname, callees = stack[-1]
+            callee = next(callees, None)
+            if callee is None:
+                stack.pop()
+                on_stack.discard(fname)
+                memo[fname] = self._infer_quietly(fname)
+            elif callee in on_stack or (callee in memo and memo[callee] is None and callee in self._cyclic):
+                for f, _ in stack:
+                    memo[f] = None
+                    self._cyclic.add(f)
+                stack.clear()
+            elif callee not in memo:
+                stack.append((callee, iter(self._untyped_callees(callee))))
+                on_stack.add(callee)
+        return memo[name]
+
+    @property
+    def _cyclic(self) -> set[str]:
+        cyclic: set[str] | None = self.__dict__.get("_cyclic_set")
+        if cyclic is None:
+            cyclic = self.__dict__["_cyclic_set"] = set()
+        return cyclic
+
+    def _untyped_callees(self, name: str) -> list[str]:
+        """The Functions without ret_type that ``name`` calls, in first-call order."""
+        found: dict[str, None] = {}
+        stack: list[Any] = [self.mod[name].body]  # type: ignore[union-attr]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is Call:
+                op = node.op
+                if type(op) is GlobalVar and op.name_hint in self.mod:
+                    callee = self.mod[op.name_hint]
+                    if type(callee) is Function and callee.ret_type is None:
+                        found[op.name_hint] = None
+                stack.extend(reversed(node.args))
+            elif kind is Binding:
+                stack.append(node.value)
+            elif kind is not Var and kind is not Constant:
+                stack.extend(reversed(list(node.children())))
+        return list(found)
+
+    def _infer_quietly(self, name: str) -> Type | None:
+        """The type of Function ``name``'s body, or None when it is ill-typed or unknown."""
+        func = self.mod[name]
+        assert isinstance(func, Function)
+        try:
+            return _TypeInferrer(name, self).infer(func).ret_type
+        except (TypeError, KeyError):
+            return None
+
+
+class _TypeInferrer(ExprMutator):
+    """Infers the types of one function. ``types`` maps a variable id to its type (None: unknown)."""
+
+    def __init__(self, name: str | None, signatures: _Signatures) -> None:
+        super().__init__()
+        self.name = name  # None: looked up in the module if an error needs it
+        self.func: Function | None = None
+        self.signatures = signatures
+        self.types: dict[int, Type | None] = {}
+        self.if_types: dict[int, Type | None] = {}  # id of an If (as rewritten) -> its type
+        self.keep: list[If] = []  # keeps those Ifs alive, so their ids stay theirs
+        self.binding: Binding | None = None  # the binding being typed, for error messages
+
+    def infer(self, func: Function) -> Function:
+        self.func = func
+        for param in func.params:
+            self.types[param.var.vid] = param.ty
+        new = self.visit_function(func)
+        self.binding = None
+        body_ty = self.type_of(new.body.body)
+        if body_ty is None or body_ty == new.ret_type:
+            return new
+        if new.ret_type is not None:
+            raise self.error(
+                f"the function's ret_type is {format_type(new.ret_type)} but its result has type {format_type(body_ty)}"
+            )
+        return msgspec.structs.replace(new, ret_type=body_ty)
+
+    def error(self, detail: str) -> TypeInferenceError:
+        b = self.binding
+        where = f"binding %{b.var.name_hint} (vid {b.var.vid})" if b is not None else "the result expression"
+        name = self.name
+        if name is None:
+            assert self.func is not None
+            name = self.signatures.name_of(self.func)
+        return TypeInferenceError(f"InferType: function {name!r}, {where}: {detail}")
+
+    # ------------------------------------------------------------ bindings and Ifs
+
+    def visit_binding(self, binding: Binding) -> Binding:
+        outer, self.binding = self.binding, binding
+        value = binding.value
+        new = value if _is_flat(value) else self.visit_expr(value)  # nested Ifs: their blocks get typed
+        self.binding = binding
+        inferred = self.type_of(new)
+        ty = binding.ty
+        if ty is None:
+            ty = inferred
+        elif inferred is not None and inferred != ty:
+            raise self.error(
+                f"the binding is annotated {format_type(ty)} but its value has type {format_type(inferred)}"
+            )
+        self.types[binding.var.vid] = ty
+        self.binding = outer
+        if new is value and ty is binding.ty:
+            return binding
+        return Binding(binding.var, new, ty)
+
+    @post_order
+    def visit_if_(self, op: If) -> Expr:
+        new = super().visit_if_(op)
+        assert type(new) is If
+        cond_ty = self.type_of(new.cond)
+        if cond_ty is not None and not _is_bool_scalar(cond_ty):
+            raise self.error(f"the If condition must be a bool scalar, got {format_type(cond_ty)}")
+        then_ty, else_ty = self.type_of(new.then_branch.body), self.type_of(new.else_branch.body)
+        if then_ty is not None and else_ty is not None and then_ty != else_ty:
+            raise self.error(
+                f"the If branches have different types: then {format_type(then_ty)}, else {format_type(else_ty)}"
+            )
+        self.if_types[id(new)] = then_ty if then_ty == else_ty else None
+        self.keep.append(new)
+        return new
+
+    # ------------------------------------------------------------ expressions
+
+    def type_of(self, expr: Expr) -> Type | None:
+        """The type of ``expr`` (None when unknown); nested Ifs must have been visited already."""
+        kind = type(expr)
+        if kind is Var:
+            return self.var_type(expr)  # type: ignore[arg-type]
+        if kind is Call and all(type(a) is Var or type(a) is Constant for a in expr.args):  # type: ignore[union-attr]
+            return self.call_type(expr, [self.leaf_type(a) for a in expr.args])  # type: ignore[union-attr,arg-type]
+        # General case: an explicit post-order over the nested expression.
+        done: dict[int, Type | None] = {}
+        stack: list[tuple[Any, bool]] = [(expr, False)]
+        while stack:
+            node, ready = stack.pop()
+            kind = type(node)
+            kids: tuple[Any, ...] = ()
+            if kind is Call:
+                kids = node.args
+            elif kind is Tuple:
+                kids = node.fields
+            elif kind is TupleGetItem:
+                kids = (node.tuple_value,)
+            if kids and not ready:
+                stack.append((node, True))
+                stack.extend((k, False) for k in kids)
+                continue
+            if kind is Call:
+                done[id(node)] = self.call_type(node, [done[id(k)] for k in kids])
+            elif kind is Tuple:
+                fields = [done[id(k)] for k in kids]
+                done[id(node)] = None if any(f is None for f in fields) else TupleType(tuple(fields))  # type: ignore[arg-type]
+            elif kind is TupleGetItem:
+                done[id(node)] = self.item_type(node, done[id(kids[0])])
+            elif kind is If:
+                done[id(node)] = self.if_types[id(node)]
+            elif kind is GlobalVar:
+                raise self.error(f"@{node.name_hint} is used as a value; module functions can only be called")
+            else:
+                done[id(node)] = self.leaf_type(node)
+        return done[id(expr)]
+
+    def leaf_type(self, leaf: Var | Constant) -> Type | None:
+        if type(leaf) is Var:
+            return self.var_type(leaf)
+        return TensorType(tuple(leaf.shape), leaf.dtype)  # type: ignore[union-attr]
+
+    def var_type(self, var: Var) -> Type | None:
+        ty = self.types.get(var.vid, _UNDEFINED)
+        if ty is _UNDEFINED:
+            raise self.error(f"%{var.name_hint} (vid {var.vid}) is used before it is defined")
+        return ty  # type: ignore[no-any-return]
+
+    def item_type(self, item: TupleGetItem, tuple_ty: Type | None) -> Type | None:
+        if tuple_ty is None:
+            return None
+        if not isinstance(tuple_ty, TupleType):
+            raise self.error(f"projection [{item.index}] of a value of type {format_type(tuple_ty)}, not a tuple")
+        if not 0 <= item.index < len(tuple_ty.fields):
+            raise self.error(f"projection [{item.index}] is out of range for {format_type(tuple_ty)}")
+        return tuple_ty.fields[item.index]
+
+    def call_type(self, call: Call, arg_types: list[Type | None]) -> Type | None:
+        callee = call.op
+        if type(callee) is Op:
+            rule = get_op(callee.name).infer_type
+            if rule is None or any(t is None for t in arg_types):
+                return None
+            try:
+                return rule(arg_types, call.attrs)  # type: ignore[no-any-return]
+            except TypeError as err:
+                raise self.error(str(err)) from err
+        name = callee.name_hint
+        try:
+            func = self.signatures.callee(name)
+        except KeyError:
+            raise self.error(f"calls @{name}, which is not a function of the module") from None
+        if isinstance(func, PrimFunc):
+            return self.prim_call_type(name, func, arg_types)
+        params = func.params
+        if len(arg_types) != len(params):
+            raise self.error(f"@{name} takes {len(params)} argument(s), got {len(arg_types)}")
+        for k, (param, ty) in enumerate(zip(params, arg_types, strict=True)):
+            if ty is not None and ty != param.ty:
+                raise self.error(
+                    f"argument {k} of the call of @{name} has type {format_type(ty)}, "
+                    f"but parameter %{param.var.name_hint} expects {format_type(param.ty)}"
+                )
+        return self.signatures.return_type(name)
+
+    def prim_call_type(self, name: str, func: PrimFunc, arg_types: list[Type | None]) -> Type | None:
+        """The type of a destination-passing call of PrimFunc ``name``; checks the inputs."""
+        params = func.params
+        if len(arg_types) > len(params):
+            raise self.error(f"PrimFunc @{name} has {len(params)} parameter(s), got {len(arg_types)} argument(s)")
+        for k, (param, ty) in enumerate(zip(params, arg_types, strict=False)):
+            if ty is None:
+                continue
+            if isinstance(param, tir.Var):
+                ok = isinstance(ty, (PrimType, TensorType)) and ty.dtype == param.dtype
+                ok = ok and (type(ty) is PrimType or ty.shape == ())  # type: ignore[union-attr]
+                want = f"a {param.dtype} scalar"
+            else:
+                expected = _buffer_type(param)
+                ok = expected is None or ty == expected
+                want = format_type(expected) if expected is not None else param.dtype
+            if not ok:
+                raise self.error(
+                    f"argument {k} of the call of PrimFunc @{name} has type {format_type(ty)}, expected {want}"
+                )
+        outputs: list[Type] = []
+        for param in params[len(arg_types) :]:
+            if not isinstance(param, tir.Buffer):
+                raise self.error(
+                    f"the call of PrimFunc @{name} gives no argument for scalar parameter {param.name_hint}"
+                )
+            out = _buffer_type(param)
+            if out is None:
+                return None
+            outputs.append(out)
+        return outputs[0] if len(outputs) == 1 else TupleType(tuple(outputs))
+
+
+def _buffer_type(buffer: tir.Buffer) -> TensorType | None:
+    """The tensor type a buffer parameter stands for in a dataflow call (None if its shape is symbolic)."""
+    dims = []
+    for dim in buffer.shape:
+        if type(dim) is not tir.IntImm:
+            return None
+        dims.append(int(dim.value))
+    return TensorType(tuple(dims), buffer.dtype)
+
+
+@function_pass(opt_level=0, name="InferType")
+class _InferTypePass:
+    """Runs :class:`_TypeInferrer`; remembers the inferred return types for the module it last saw.
+
+    The memo is kept only for read-only module views (what a pass run hands every
+    function of one pass), which cannot change while it is held.
+    """
+
+    def __init__(self) -> None:
+        self._signatures: _Signatures | None = None
+
+    def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        signatures = self._signatures
+        if signatures is None or signatures.mod is not mod:
+            signatures = _Signatures(mod)
+            self._signatures = signatures if mod.is_read_only else None
+        return _TypeInferrer(None, signatures).infer(func)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_signatures": None}  # the memo belongs to this process's module; workers build their own
+
+
+@register_pass("InferType")
+def InferType() -> Pass:
+    """The InferType pass (function level, opt_level 0): fills in and checks binding and return types."""
+    return _InferTypePass()  # type: ignore[no-any-return]

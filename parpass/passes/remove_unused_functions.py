@@ -1,0 +1,70 @@
+"""RemoveUnusedFunctions: drop the functions no entry point can reach.
+
+The entry points of a module are its functions with a ``"global_symbol"``
+attribute (what the outside world can call). Everything they call, directly
+or through other functions, is kept; every other function is removed.
+Functions marked ``"SkipOptimization"`` are left alone, so they count as
+entry points too (and keep what they call). A module without any entry point
+keeps nothing: nobody can call any of its functions.
+
+A module pass, since it deletes functions. Calls are found through the
+:class:`~parpass.ir.GlobalVar` references anywhere in a dataflow Function's
+body (loop-level PrimFuncs call no module functions, so they are not read:
+a module holding them as encoded bytes does not decode them). Module order is
+kept; when nothing is removed the module comes back unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parpass.ir import Binding, Constant, Function, GlobalVar, IRModule, Var
+from parpass.transform import Pass, PassContext, module_pass, register_pass
+
+__all__ = ["RemoveUnusedFunctions"]
+
+
+def _called_names(func: Function) -> list[str]:
+    """The module functions ``func`` refers to, in first-reference order."""
+    found: dict[str, None] = {}
+    stack: list[Any] = [func.body]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is GlobalVar:
+            found[node.name_hint] = None
+        elif kind is Binding:
+            stack.append(node.value)  # not the binding's variable or type
+        elif kind is not Var and kind is not Constant:
+            stack.extend(node.children())
+    return list(found)
+
+
+def _remove_unused_functions(mod: IRModule, ctx: PassContext) -> IRModule:
+    names = mod.names()
+    reachable: set[str] = set()
+    stack: list[str] = []
+    for name in names:
+        kind, attrs = mod.kind_and_attrs(name)  # reads attributes without decoding a lazily held body
+        if "global_symbol" in attrs or attrs.get("SkipOptimization"):
+            reachable.add(name)
+            stack.append(name)
+    while stack:
+        name = stack.pop()
+        kind, _ = mod.kind_and_attrs(name)
+        if not issubclass(kind, Function):
+            continue
+        for callee in _called_names(mod[name]):  # type: ignore[arg-type]
+            if callee not in reachable and callee in mod:
+                reachable.add(callee)
+                stack.append(callee)
+    for name in names:  # module order; the pass got its own copy of the module to change
+        if name not in reachable:
+            del mod[name]
+    return mod
+
+
+@register_pass("RemoveUnusedFunctions")
+def RemoveUnusedFunctions() -> Pass:
+    """The RemoveUnusedFunctions pass (module level, opt_level 1): keeps what the entry points reach."""
+    return module_pass(_remove_unused_functions, opt_level=1, name="RemoveUnusedFunctions")  # type: ignore[no-any-return]
