@@ -11,6 +11,7 @@ from parpass.instrument.printing import (
     PrintIRBefore,
 )
 from parpass.instrument.timing import PassTiming, PassTimingInstrument, render_timings
+from parpass.instrument.well_formed import WellFormedInstrument
 
 __all__ = [
     "DumpIR",
@@ -23,6 +24,7 @@ __all__ = [
     "PrintBeforeAll",
     "PrintIRAfter",
     "PrintIRBefore",
+    "WellFormedInstrument",
     "pass_instrument",
     "render_timings",
     "same_fingerprint",

@@ -6,13 +6,16 @@ The node classes of each kind live in :mod:`parpass.ir.relax` and
 :mod:`parpass.ir.tir`; the most used ones are re-exported here.
 """
 
-from parpass.ir import relax, tir
+from parpass.ir import (
+    builtin_ops,  # noqa: F401  (registers the standard ops)
+    relax,
+    tir,
+)
 from parpass.ir.expr_functor import ExprMutator, ExprVisitor, post_order
 from parpass.ir.ids import IdSupply
 from parpass.ir.module import IRModule
 from parpass.ir.node import Attrs, AttrValue, BaseFunc, GlobalVar, Node, Op
 from parpass.ir.op import OpInfo, get_op, list_ops, register_op
-from parpass.ir import builtin_ops  # noqa: F401  (registers the standard ops)
 from parpass.ir.printer import astext
 from parpass.ir.relax import (
     Binding,

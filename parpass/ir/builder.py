@@ -63,6 +63,7 @@ from parpass.ir.types import PrimType, TensorType, TupleType, Type
 __all__ = [
     "BuilderError",
     "FunctionBuilder",
+    "IfBranch",
     "IfBuilder",
     "PrimFuncBuilder",
     "call",
@@ -156,7 +157,7 @@ class _Scope:
         self.types: dict[int, Type | None] = {}
 
 
-class _Branch:
+class IfBranch:
     """One branch of an :class:`IfBuilder`: a context manager; emits inside it go to the branch."""
 
     def __init__(self, owner: IfBuilder, label: str) -> None:
@@ -167,7 +168,7 @@ class _Branch:
         self.result: relax.Expr | None = None
         self.seq: relax.SeqExpr | None = None
 
-    def __enter__(self) -> _Branch:
+    def __enter__(self) -> IfBranch:
         fb = self._owner._fb
         fb._check_open()
         if self._entered:
@@ -225,8 +226,8 @@ class IfBuilder:
         self._entered = False
         self._label = f"if %{var.name_hint}"
         self.var = var
-        self.then = _Branch(self, "then")
-        self.else_ = _Branch(self, "else")
+        self.then = IfBranch(self, "then")
+        self.else_ = IfBranch(self, "else")
 
     def __enter__(self) -> IfBuilder:
         self._fb._check_open()
@@ -236,7 +237,7 @@ class IfBuilder:
         self._fb._frames.append(self)
         return self
 
-    def __iter__(self) -> Iterator[_Branch]:
+    def __iter__(self) -> Iterator[IfBranch]:
         return iter((self.then, self.else_))
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:

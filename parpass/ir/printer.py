@@ -47,10 +47,12 @@ Example (a module with attributes, a dataflow function and a loop-level function
     }
 
 Grammar (EBNF; ``{ x }`` is zero or more, ``[ x ]`` optional; ``NL`` is a line break;
-spaces are insignificant except where noted; ``#`` starts a comment to the end of the
-line, never emitted by the printer)::
+spaces are insignificant except where noted; ``#`` outside a string starts a comment to
+the end of the line, never emitted by the printer)::
 
-    module      ::= [ "module" "attrs" dict ] { "@" name "=" function }
+    module      ::= [ "module" "attrs" dict NL ] { NL "@" name "=" function NL }
+                                                    -- a blank line before each function;
+                                                    -- "@name" is the function's module key
     function    ::= dataflow_fn | prim_fn           -- a standalone function omits "@name ="
 
     -- lexical
@@ -63,7 +65,7 @@ line, never emitted by the printer)::
     b64         ::= 'b64"' base64 '"'               -- no space between b64 and the quote
     keyword     ::= module attrs function primfunc return yield if else const true false
                     null nan inf for in seq let allocate evaluate not and or min max
-                    select cast call ramp broadcast annotations strides
+                    select cast call ramp broadcast annotations strides Tensor Prim Tuple Buffer
 
     -- JSON-like literals (function, call, module attributes; loop annotations)
     literal     ::= "null" | "true" | "false" | int | float | string
@@ -145,6 +147,7 @@ space), so a variable defined at two places keeps one name.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
 import re
@@ -159,7 +162,7 @@ __all__ = ["KEYWORDS", "astext", "format_literal"]
 
 #: Words with a meaning in the text form; op names and dtypes equal to one are quoted.
 _KEYWORD_TEXT = """module attrs function primfunc return yield if else const true false null nan inf for in seq let
-    allocate evaluate not and or min max select cast call ramp broadcast annotations strides"""
+    allocate evaluate not and or min max select cast call ramp broadcast annotations strides Tensor Prim Tuple Buffer"""
 KEYWORDS = frozenset(_KEYWORD_TEXT.split())
 _NAME_RE = re.compile(r"[A-Za-z0-9_.]+\Z")
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
@@ -171,6 +174,12 @@ _Item = Union[str, tuple[Callable[[Any, Any], None], Any, Any]]
 
 def _quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _quote_word(text: str) -> str:
+    """``_quote`` for the few strings that repeat everywhere: dtypes, intrinsic names, attribute keys."""
+    return _quote(text)
 
 
 def _fmt_name(name: str) -> str:
@@ -202,9 +211,9 @@ def _leaf_type(t: TensorType | PrimType) -> str:
     text = _LEAF_TYPE_CACHE.get(key)
     if text is None:
         if type(t) is TensorType:
-            text = f"Tensor({_shape(tuple(t.shape))}, {_quote(t.dtype)})"
+            text = f"Tensor({_shape(tuple(t.shape))}, {_quote_word(t.dtype)})"
         else:
-            text = f"Prim({_quote(t.dtype)})"
+            text = f"Prim({_quote_word(t.dtype)})"
         if len(_LEAF_TYPE_CACHE) > 4096:
             _LEAF_TYPE_CACHE.clear()
         _LEAF_TYPE_CACHE[key] = text
@@ -223,6 +232,15 @@ class _Text:
         self.text = text
 
 
+_FLAT: dict[type, Callable[[Any], str]] = {
+    str: _quote,
+    int: int.__repr__,
+    float: float.__repr__,
+    bool: lambda v: "true" if v else "false",
+    type(None): lambda v: "null",
+}
+
+
 def format_literal(value: Any, where: str = "attribute") -> str:
     """``value`` (None, bool, int, float, str, and lists/tuples/dicts of those) as a JSON-like literal.
 
@@ -230,6 +248,15 @@ def format_literal(value: Any, where: str = "attribute") -> str:
     Raises TypeError naming ``where`` for any other value. Iterative, so deep
     nesting is fine.
     """
+    if type(value) is dict and all(type(v) in _FLAT for v in value.values()):
+        # The common case (``{"global_symbol": "f"}``): one flat dict, no stack needed.
+        flat: list[str] = []
+        for k, v in value.items():
+            if type(k) is not str:
+                break
+            flat.append(_quote_word(k) + ": " + _FLAT[type(v)](v))
+        else:
+            return "{" + ", ".join(flat) + "}"
     out: list[str] = []
     stack: list[Any] = [value]
     while stack:
@@ -269,7 +296,7 @@ def format_literal(value: Any, where: str = "attribute") -> str:
             for i, (k, x) in enumerate(v.items()):
                 if not isinstance(k, str):
                     raise TypeError(f"cannot print {where}: dict key {k!r} is a {type(k).__name__}, not a str")
-                items.append(_Text((", " if i else "") + _quote(k) + ": "))
+                items.append(_Text((", " if i else "") + _quote_word(k) + ": "))
                 items.append(x)
             items.append(_Text("}"))
             stack.extend(reversed(items))
@@ -321,18 +348,36 @@ def _const_values(c: relax.Constant) -> str | None:
     return "[" + ", ".join(toks) + "]" if shape else toks[0]
 
 
+_CONST_CACHE: dict[tuple[bytes, str, tuple[int, ...]], str] = {}
+
+
 def _const(c: relax.Constant) -> str:
+    small = len(c.data) <= 256
+    if small:
+        key = (bytes(c.data), c.dtype, tuple(c.shape))
+        cached = _CONST_CACHE.get(key)
+        if cached is not None:
+            return cached
+    text = _const_text(c)
+    if small:
+        if len(_CONST_CACHE) > 4096:
+            _CONST_CACHE.clear()
+        _CONST_CACHE[key] = text
+    return text
+
+
+def _const_text(c: relax.Constant) -> str:
     values = _const_values(c)
     if values is not None:
-        return f"const({values}, {_quote(c.dtype)})"
+        return f"const({values}, {_quote_word(c.dtype)})"
     data = base64.b64encode(bytes(c.data)).decode("ascii")
-    return f'const(b64"{data}", {_quote(c.dtype)}, {_shape(tuple(c.shape))})'
+    return f'const(b64"{data}", {_quote_word(c.dtype)}, {_shape(tuple(c.shape))})'
 
 
 # ---------------------------------------------------------------- loop-level tables
 
-_INT_DTYPES_BARE = "int32"
-_FLOAT_DTYPE_BARE = "float32"
+_BARE_INT = "int32"
+_BARE_FLOAT = "float32"
 
 # type -> (precedence, operator, left context, right context)
 _BINOPS: dict[type, tuple[int, str, int, int]] = {
@@ -359,16 +404,16 @@ def _imm(e: tir.IntImm | tir.FloatImm) -> str:
     if type(e) is tir.IntImm:
         v = e.value
         text = int.__repr__(v) if isinstance(v, int) else str(int(v))
-        if dtype == _INT_DTYPES_BARE:
+        if dtype == _BARE_INT:
             return text
         if dtype == "bool" and v in (0, 1):
             return "true" if v else "false"
         return f"{_fmt_ident(dtype)}({text})"
     text = float.__repr__(float(e.value))
-    return text if dtype == _FLOAT_DTYPE_BARE else f"{_fmt_ident(dtype)}({text})"
+    return text if dtype == _BARE_FLOAT else f"{_fmt_ident(dtype)}({text})"
 
 
-def _func_kind(kind: Any) -> str:
+def _for_kind(kind: Any) -> str:
     return kind.value if isinstance(kind, tir.ForKind) else str(kind)
 
 
@@ -648,10 +693,10 @@ class _Printer:
             out.append("select(")
             self.push([*self._join((e.condition, e.true_value, e.false_value)), ")"])
         elif t is tir.Cast:
-            out.append(f"cast({_quote(e.dtype)}, ")
+            out.append(f"cast({_quote_word(e.dtype)}, ")
             self.push([(self.tx, e.value, 0), ")"])
         elif t is tir.Call:
-            out.append(f"call({_quote(e.dtype)}, {_quote(e.op)}")
+            out.append(f"call({_quote_word(e.dtype)}, {_quote_word(e.op)}")
             parts: list[_Item] = []
             for a in e.args:
                 parts.append(", ")
@@ -684,7 +729,7 @@ class _Printer:
     def bufdecl(self, b: tir.Buffer, _: Any) -> None:
         self.out.append(self.bufname(b) + ": Buffer(")
         parts = self._pshape(tuple(b.shape))
-        parts.append(", " + _quote(b.dtype))
+        parts.append(", " + _quote_word(b.dtype))
         if b.strides:
             parts.append(", strides=")
             parts.extend(self._pshape(tuple(b.strides)))
@@ -713,7 +758,7 @@ class _Printer:
             self.push([*self._join(s.indices), "] = ", (self.tx, s.value, 0)])
         elif t is tir.For:
             v = s.loop_var
-            head = f"for {self.tvar(v)}: {_fmt_ident(v.dtype)} in {_func_kind(s.kind)}(min="
+            head = f"for {self.tvar(v)}: {_fmt_ident(v.dtype)} in {_for_kind(s.kind)}(min="
             out.append(head)
             ann = " annotations " + _attrs(s.annotations, "loop annotations") if s.annotations else ""
             self.push(
@@ -748,6 +793,9 @@ class _Printer:
         else:
             self.node(s, indent)
 
+    def scalar_param(self, v: tir.Var, _: Any) -> None:
+        self.out.append(f"{self.tvar(v)}: {_fmt_ident(v.dtype)}")
+
     def primfunc(self, f: tir.PrimFunc, _: Any) -> None:
         self.out.append("primfunc(")
         parts: list[_Item] = []
@@ -755,7 +803,7 @@ class _Printer:
             if i:
                 parts.append(", ")
             if type(p) is tir.Var:
-                parts.append(f"{self.tvar(p)}: {_fmt_ident(p.dtype)}")
+                parts.append((self.scalar_param, p, None))  # named when printed, in order
             elif type(p) is tir.Buffer:
                 parts.append((self.bufdecl, p, None))
             else:

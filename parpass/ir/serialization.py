@@ -28,20 +28,22 @@ decode is thrown away and the function is kept as its bytes, decoded again on
 first access: on a 2,000-function module the typed check costs about as much as
 one full decode (~0.1 s), still several times faster than unpickling, and a
 module whose functions only travel to worker processes is never held decoded.
-With ``validate=False`` only the msgpack framing of each slot is checked (about
-ten times cheaper); a slot that is well-formed but not IR then raises
+With ``validate=False`` only the msgpack framing of each slot is checked
+(several times cheaper); a slot that is well-formed but not IR then raises
 :class:`~parpass.errors.IRFormatError` when it is first read.
 
 Every bad input raises :class:`~parpass.errors.IRFormatError` (a ``ValueError``)
 naming the source and what is wrong, chained to msgspec's error; nothing is
 returned half-built.
 
-msgspec encodes and decodes nested containers recursively. IR deeper than the
-interpreter's recursion limit is (de)serialized with the limit raised for the
-call (restored afterwards), and beyond what the calling thread's C stack safely
-allows, in a helper thread with a large stack. This needs Python <= 3.11 or
->= 3.14 semantics, where ``sys.setrecursionlimit`` governs C recursion; on 3.12
-and 3.13 IR nested deeper than CPython's fixed C limit fails with a clear error.
+msgspec encodes and decodes nested containers recursively, one C recursion
+level per nested node or tuple. IR deeper than the interpreter's recursion
+limit is (de)serialized with the limit raised for the call (restored
+afterwards), and, beyond what the calling thread's stack safely holds (8,000
+levels), in a helper thread with a stack sized for it (up to 200,000 levels).
+On Python 3.12 and later, CPython caps C recursion itself, independently of
+``sys.setrecursionlimit``; IR nested deeper than that cap fails there with a
+clear :class:`~parpass.errors.IRError` instead.
 """
 
 from __future__ import annotations
@@ -134,11 +136,14 @@ def _call_deep(fn: Callable[[Any], _T], arg: Any, levels: int | None) -> _T:
     """``fn(arg)`` with room for ``levels`` more nesting levels (``None``: unknown, up to the maximum).
 
     Called only after ``fn(arg)`` hit the recursion limit. Moderate depths run
-    here with a raised limit; deeper ones in a helper thread whose stack fits them.
+    here (in the main thread) with a raised limit; deeper ones, and calls from
+    other threads, in a helper thread whose stack fits them.
     """
     if levels is not None and levels > _MAX_LEVELS:
         raise IRError(f"IR nested {levels} levels deep cannot be serialized (at most {_MAX_LEVELS})")
-    if levels is None or levels <= _IN_THREAD_LEVELS:
+    # Only the main thread's stack size is known (the process's, 8 MiB on Linux); other threads go to a helper.
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main and (levels is None or levels <= _IN_THREAD_LEVELS):
         with contextlib.suppress(RecursionError), _recursion_limit(sys.getrecursionlimit() + _IN_THREAD_LEVELS):
             return fn(arg)
     budget = _MAX_LEVELS if levels is None else levels + 1_000
@@ -229,12 +234,12 @@ def decode_function(data: bytes | bytearray | memoryview) -> BaseFunc:
 
 
 def _decode_deep(
-    decode: Callable[[Any], _T], data: Any, untyped: Callable[[Any], Any], source: str, where: str = ""
+    decode: Callable[[Any], _T], data: Any, untyped: Callable[[Any], Any], source: str, where: str = "", at: str = "$"
 ) -> _T:
     try:
         return _call_deep(decode, data, None)
     except msgspec.DecodeError as exc:
-        raise _slot_error(exc, data, untyped, source, where) from exc
+        raise _slot_error(exc, data, untyped, source, where, at) from exc
     except IRError as exc:
         raise IRFormatError(f"{source}: {where + ': ' if where else ''}{exc}") from exc
 
@@ -319,8 +324,13 @@ def _slot_error(
     untyped: Callable[[Any], Any],
     source: str,
     where: str,
+    at: str = "$",
 ) -> IRFormatError:
-    """A readable IRFormatError for a typed decode of one function that failed with ``exc``."""
+    """A readable IRFormatError for a typed decode of one function that failed with ``exc``.
+
+    ``at`` is msgspec-style path of the function within its envelope (``$[4][7][1]``),
+    so the message shows where the bad value is in the whole file.
+    """
     prefix = f"{source}: {where + ': ' if where else ''}"
     text = str(exc)
     if not isinstance(exc, msgspec.ValidationError):
@@ -337,6 +347,7 @@ def _slot_error(
     except (IRError, msgspec.DecodeError):
         tree = None
     readable, node_tag, field = _readable_path(tree, path)
+    full = at + path[1:]
     place = readable or "the function itself"
     if field == "<tag>":
         bad = re.match(r"^Invalid value (.*)$", msg)
@@ -344,15 +355,15 @@ def _slot_error(
         tag = value.strip("'\"")
         known = _node_tags()
         if tag in known:
-            return IRFormatError(f"{prefix}node {value} is not allowed at {place} ({path})")
+            return IRFormatError(f"{prefix}node {value} is not allowed at {place} ({full})")
         near = closest_names(tag, sorted(known), limit=4)
         return IRFormatError(
-            f"{prefix}unknown node tag {value} at {place} ({path}); closest known tags: {format_names(near)}"
+            f"{prefix}unknown node tag {value} at {place} ({full}); closest known tags: {format_names(near)}"
         )
     owner = f" ({node_tag}.{field})" if node_tag and field and not field.startswith("<") else ""
     if match.group("key"):
-        return IRFormatError(f"{prefix}wrong key type in the mapping at {place}{owner} ({path}): {msg}")
-    return IRFormatError(f"{prefix}wrong field type at {place}{owner} ({path}): {msg}")
+        return IRFormatError(f"{prefix}wrong key type in the mapping at {place}{owner} ({full}): {msg}")
+    return IRFormatError(f"{prefix}wrong field type at {place}{owner} ({full}): {msg}")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -414,13 +425,13 @@ def _decode_part(codec: _Codec, raw: Any, type_: Any, src: str, what: str) -> An
         raise IRFormatError(f"{src}: {what}: {exc}") from exc
 
 
-def _decode_slot(codec: _Codec, raw: Any, src: str, where: str) -> BaseFunc:
+def _decode_slot(codec: _Codec, raw: Any, src: str, where: str, at: str) -> BaseFunc:
     try:
         func: BaseFunc = codec.func_decoder.decode(raw)
     except RecursionError:
-        return _decode_deep(codec.func_decoder.decode, raw, codec.lib.decode, src, where)
+        return _decode_deep(codec.func_decoder.decode, raw, codec.lib.decode, src, where, at)
     except msgspec.DecodeError as exc:
-        raise _slot_error(exc, raw, codec.lib.decode, src, where) from exc
+        raise _slot_error(exc, raw, codec.lib.decode, src, where, at) from exc
     return func
 
 
@@ -457,7 +468,7 @@ def _read_envelope(
     if kind == "function":
         if len(items) != 4:
             raise IRFormatError(f"{src}: a function envelope has 4 elements, found {len(items)}")
-        return kind, {}, [], _decode_slot(codec, items[3], src, "function")
+        return kind, {}, [], _decode_slot(codec, items[3], src, "function", "$[3]")
     if kind != "module":
         raise IRFormatError(f"{src}: unknown payload kind {kind!r}; expected 'module' or 'function'")
     if len(items) != 5:
@@ -484,7 +495,7 @@ def _read_envelope(
             raise IRFormatError(f"{src}: duplicate function name {name!r} (entries #{seen[name]} and #{index})")
         seen[name] = index
         if validate:
-            _decode_slot(codec, raw, src, f"@{name}")
+            _decode_slot(codec, raw, src, f"@{name}", f"$[4][{index}][1]")
     return kind, attrs, entries, None
 
 
@@ -583,7 +594,9 @@ def from_json(data: bytes | bytearray | memoryview | str, *, source: str | None 
     if func is not None:
         return func
     src = source or "<JSON bytes>"
-    funcs = [(name, _decode_slot(_JSON, raw, src, f"@{name}")) for name, raw in entries]
+    funcs = [
+        (name, _decode_slot(_JSON, raw, src, f"@{name}", f"$[4][{i}][1]")) for i, (name, raw) in enumerate(entries)
+    ]
     return IRModule(funcs, attrs=attrs)
 
 

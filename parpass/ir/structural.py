@@ -59,7 +59,7 @@ __all__ = ["assert_structural_equal", "structural_equal", "structural_hash"]
 # node specs
 
 # kinds of node classes
-_GENERIC, _RVAR, _TVAR, _BUFFER, _OPAQUE = range(5)
+_GENERIC, _RVAR, _TVAR, _BUFFER, _OPAQUE, _INTIMM = range(6)
 # roles of child fields
 _CHILD, _DEF, _DEFS = range(3)
 
@@ -118,15 +118,18 @@ def _build_specs() -> dict[type, _Spec]:
             kind = _BUFFER
         elif issubclass(cls, _OPAQUE_CLASSES):
             kind = _OPAQUE
+        elif cls is tir.IntImm:
+            kind = _INTIMM
         specs[cls] = (kind, tag, leaves, tuple(reversed(steps)))
     return specs
 
 
-def _specs() -> dict[type, _Spec]:
+def _specs(refresh: bool = False) -> dict[type, _Spec]:
+    """The specs of all node classes, built on first use (``refresh``: again, for classes defined since)."""
     global _OPAQUE_SET
-    if not _SPECS:
+    if refresh or not _SPECS:
         with _SPECS_LOCK:
-            if not _SPECS:
+            if refresh or not _SPECS:
                 built = _build_specs()
                 _OPAQUE_SET = frozenset(cls for cls, spec in built.items() if spec[0] == _OPAQUE)
                 _SPECS.update(built)
@@ -137,7 +140,7 @@ def _specs() -> dict[type, _Spec]:
 # leaf values
 
 _NAN = ("\0nan",)
-_EMPTY_DICT = ("\0dict",)
+_EMPTY_DICT: tuple[str, tuple[Any, ...]] = ("\0dict", ())
 _SIMPLE = frozenset({str, int, type(None)})
 
 
@@ -193,7 +196,7 @@ def _norm(value: Any) -> Any:
             return ("\0dict", tuple(sorted(value.items())))
     if not isinstance(value, (list, tuple, dict)):
         return value if isinstance(value, Node) else _norm_scalar(value)
-    # frame: [items, index, output, is_dict, keys]
+    # a frame: (items, index iterator, output list, is dict, normalized keys)
     result: list[Any] = []
     frames: list[tuple[list[Any], Any, list[Any], bool, list[Any]]] = []
 
@@ -220,7 +223,7 @@ def _norm(value: Any) -> Any:
         item = items[index]
         if isinstance(item, (list, tuple, dict)) and item:
             open_frame(item, [])
-        elif type(item) is dict:
+        elif isinstance(item, dict):
             out.append(_EMPTY_DICT)
         elif isinstance(item, (list, tuple)):
             out.append([])
@@ -328,6 +331,9 @@ def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None, stop_at: 
             trace.paths.append(path)
             trace.subjects.append(node)
         spec = specs.get(type(node))
+        if spec is None and isinstance(node, Node) and _tag_of(type(node)) is not None:
+            spec = _specs(refresh=True).get(type(node))  # a node class defined after the specs were built
+            opaque = _OPAQUE_SET
         if spec is None:
             if isinstance(node, (tuple, list)) and any(isinstance(x, Node) for x in node):
                 append("%seq")
@@ -443,6 +449,18 @@ def _emit(root: Any, map_free_vars: bool, trace: _Trace | None = None, stop_at: 
             if track:
                 paths.extend((path, "strides", i) for i in reversed(range(len(node.strides))))
                 paths.extend((path, "shape", i) for i in reversed(range(len(node.shape))))
+        elif kind == _INTIMM:  # var-free like the opaque nodes, once its value is a plain int
+            v = node.value
+            if type(v) is int:
+                append(node)
+            else:
+                v = _norm_scalar(v)
+                if type(v) is int:  # True, 2.0: the IntImm they are == to
+                    append(tir.IntImm(node.dtype, v))
+                else:
+                    append(spec[1])
+                    append(node.dtype)
+                    append(v)
         else:  # _OPAQUE
             append(node)
     return out
@@ -462,10 +480,13 @@ def _digest(tokens: list[Any]) -> int:
 
 
 def _bigints_as_text(tokens: list[Any]) -> list[Any]:
+    """``tokens`` with ints msgpack cannot hold (beyond 64 bits) written as text."""
     out: list[Any] = []
     for tok in tokens:
         if type(tok) is int and not -(2**63) <= tok < 2**64:
             out.append(("\0int", str(tok)))
+        elif type(tok) is tir.IntImm and not -(2**63) <= tok.value < 2**64:
+            out.append(("\0intimm", tok.dtype, str(tok.value)))
         elif isinstance(tok, (list, tuple)) and not isinstance(tok, Node):
             out.append(_map_bigints(tok))
         else:
@@ -513,12 +534,21 @@ def _func_equal(a: Any, b: Any, map_free_vars: bool, check_streams: bool = True)
     return check_streams and _emit(a, map_free_vars) == _emit(b, map_free_vars)
 
 
+def _function_of(mod: IRModule, name: str) -> Any:
+    """Function ``name`` of ``mod``; a lazily held one is decoded for the caller only and stays lazy in ``mod``."""
+    if mod.is_decoded(name):
+        return mod[name]
+    from parpass.ir.serialization import decode_function
+
+    return decode_function(mod.encoded_function(name))
+
+
 def _module_functions_equal(a: IRModule, b: IRModule, name: str, map_free_vars: bool) -> bool:
     # Identical bytes imply equal functions; comparing them avoids decoding a lazily held side
     # (encoding the decoded side is cheaper than decoding, and the bytes stay cached in its slot).
     if (not a.is_decoded(name) or not b.is_decoded(name)) and a.encoded_function(name) == b.encoded_function(name):
         return True
-    return _func_equal(a[name], b[name], map_free_vars)
+    return _func_equal(_function_of(a, name), _function_of(b, name), map_free_vars)
 
 
 def structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> bool:
@@ -547,7 +577,7 @@ def _function_hash_cached(mod: IRModule, name: str, map_free_vars: bool) -> int:
     found = _HASH_CACHE.get(key)
     if found is not None:
         return found
-    value = _digest(_emit(mod[name], map_free_vars))
+    value = _digest(_emit(_function_of(mod, name), map_free_vars))
     with _HASH_CACHE_LOCK:
         if len(_HASH_CACHE) >= _HASH_CACHE_LIMIT:
             for old in list(_HASH_CACHE)[: _HASH_CACHE_LIMIT // 4]:
@@ -728,9 +758,10 @@ def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> None
         for name in a.names():
             if _module_functions_equal(a, b, name, map_free_vars):
                 continue
-            index = _mismatch(a[name], b[name], map_free_vars)
+            fa, fb = _function_of(a, name), _function_of(b, name)
+            index = _mismatch(fa, fb, map_free_vars)
             if index is not None:
-                raise AssertionError(_explain(a[name], b[name], map_free_vars, f"@{name}", index))
+                raise AssertionError(_explain(fa, fb, map_free_vars, f"@{name}", index))
         return
     if isinstance(a, IRModule) or isinstance(b, IRModule):
         raise AssertionError(f"cannot compare {type(a).__name__} with {type(b).__name__}")

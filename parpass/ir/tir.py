@@ -276,6 +276,7 @@ PrimExpr = Union[
     BufferLoad,
 ]
 PrimExprLike = Union[PrimExpr, int, float, bool]
+_LEAVES = (IntImm, FloatImm, Var, Cast, Call, BufferLoad)
 
 
 # ---------------------------------------------------------------- statements
@@ -379,6 +380,10 @@ class PrimFunc(BaseFunc, frozen=True, gc=False, tag="PrimFunc"):
 # ---------------------------------------------------------------- helpers
 
 
+def _lanes(dtype: str) -> int:
+    return int(dtype.split("x", 1)[1]) if "x" in dtype else 1
+
+
 def _vector(dtype: str, lanes: int) -> str:
     return dtype if lanes == 1 else f"{dtype}x{lanes}"
 
@@ -393,7 +398,9 @@ def expr_dtype(expr: PrimExpr) -> str:
         if isinstance(node, (_Compare, Not)):
             return _vector("bool", lanes)
         if isinstance(node, _Binary):
-            node = node.a
+            # Both operands share the dtype: follow a leaf operand when there is one, so that
+            # left-deep chains such as ((x + 1) + 1) + 1 answer in constant time.
+            node = node.b if isinstance(node.b, _LEAVES) else node.a
         elif isinstance(node, Select):
             node = node.true_value
         elif isinstance(node, Ramp):
@@ -404,8 +411,8 @@ def expr_dtype(expr: PrimExpr) -> str:
             node = node.value
         elif isinstance(node, BufferLoad):
             for index in node.indices:
-                if isinstance(index, Ramp):
-                    lanes *= index.lanes
+                if isinstance(index, (Ramp, Broadcast, _Binary)):
+                    lanes *= _lanes(expr_dtype(index))
             return _vector(node.buffer.dtype, lanes)
         else:
             raise TypeError(f"not a PrimExpr: {type(node).__name__}")

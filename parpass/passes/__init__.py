@@ -15,44 +15,32 @@ Module passes: :func:`RemoveUnusedFunctions`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from parpass.passes.canonicalize_bindings import CanonicalizeBindings
 from parpass.passes.dead_code_elimination import DeadCodeElimination
 from parpass.passes.eliminate_common_subexpr import EliminateCommonSubexpr
+from parpass.passes.flatten_buffer import FlattenBuffer
 from parpass.passes.fold_constant import FoldConstant
 from parpass.passes.infer_type import InferType, TypeInferenceError
 from parpass.passes.pipeline import PIPELINE_PASSES, default_pipeline
+from parpass.passes.remove_no_op import RemoveNoOp
 from parpass.passes.remove_unused_functions import RemoveUnusedFunctions
+from parpass.passes.simplify import Simplify
+from parpass.passes.unroll_loop import UnrollLoop
+from parpass.passes.vectorize_loop import VectorizeLoop
 
 __all__ = [
     "PIPELINE_PASSES",
     "CanonicalizeBindings",
     "DeadCodeElimination",
     "EliminateCommonSubexpr",
+    "FlattenBuffer",
     "FoldConstant",
     "InferType",
+    "RemoveNoOp",
     "RemoveUnusedFunctions",
+    "Simplify",
     "TypeInferenceError",
+    "UnrollLoop",
+    "VectorizeLoop",
     "default_pipeline",
 ]
-
-# The loop-level passes are being written alongside; import each one that exists already.
-# TODO(lead): once all five modules have landed, replace this loop with plain imports.
-for _module, _factory in (
-    ("simplify", "Simplify"),
-    ("unroll_loop", "UnrollLoop"),
-    ("vectorize_loop", "VectorizeLoop"),
-    ("flatten_buffer", "FlattenBuffer"),
-    ("remove_no_op", "RemoveNoOp"),
-):
-    _full = f"parpass.passes.{_module}"
-    try:
-        _mod: Any = importlib.import_module(_full)
-    except ModuleNotFoundError as _err:
-        if _err.name != _full:
-            raise
-        continue
-    globals()[_factory] = getattr(_mod, _factory)
-    __all__.append(_factory)

@@ -18,6 +18,8 @@ be used.
 
 from __future__ import annotations
 
+from typing import Any
+
 from parpass.ir import Binding, Call, Constant, Function, IRModule, Tuple, TupleGetItem, Var
 from parpass.ir.expr_functor import ExprMutator
 from parpass.ir.relax import Expr
@@ -34,16 +36,16 @@ class _Canonicalizer(ExprMutator):
         self.tuples: dict[int, Tuple] = {}
 
     def visit_binding(self, binding: Binding) -> Binding | None:
-        value = binding.value
+        value: Any = binding.value
         kind = type(value)
         remap = self.var_remap
         # Fast paths for A-normal form (operands are variables and constants); anything nested goes
         # through the general mutator.
         if kind is Var:
             new: Expr = remap.get(value.vid, value)
-        elif kind is Call and all(type(a) is Var or type(a) is Constant for a in value.args):
-            new = self.substitute_leaves(value)
-        elif kind is Tuple and all(type(a) is Var or type(a) is Constant for a in value.fields):
+        elif (kind is Call or kind is Tuple) and all(
+            type(a) is Var or type(a) is Constant for a in (value.args if kind is Call else value.fields)
+        ):
             new = self.substitute_leaves(value)
         elif kind is TupleGetItem and type(value.tuple_value) is Var:
             tup = remap.get(value.tuple_value.vid, value.tuple_value)

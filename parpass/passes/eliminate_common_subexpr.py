@@ -55,6 +55,7 @@ class _CommonSubexprEliminator(ExprMutator):
 
     def visit_binding(self, binding: Binding) -> Binding | None:
         value = binding.value
+        new: Expr
         if type(value) is Call and all(type(a) is Var or type(a) is Constant for a in value.args):
             new = self.substitute_args(value)  # fast path for A-normal form
         else:
@@ -89,6 +90,7 @@ def _key(call: Call) -> Hashable | None:
     if type(op) is not Op or not get_op(op.name).pure:
         return None
     parts: list[Any] = [op.name, _ENCODER.encode(call.attrs) if call.attrs else b""]
+    arg: Any
     for arg in call.args:
         kind = type(arg)
         if kind is Var:

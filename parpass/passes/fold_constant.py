@@ -20,16 +20,21 @@ type rule rejects (an ill-typed call is left for InferType to report).
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Union
 
 import numpy as np
 
 from parpass.ir import Binding, Call, Constant, Function, IRModule, Op, Tuple, TupleGetItem, Var, get_op
+from parpass.ir.builtin_ops import DTYPES
 from parpass.ir.expr_functor import ExprMutator
 from parpass.ir.relax import Expr
 from parpass.transform import Pass, PassContext, function_pass, register_pass
 
 __all__ = ["FoldConstant"]
+
+_NATIVE_LITTLE_ENDIAN = sys.byteorder == "little"
+_DTYPE_NAMES = {np.dtype(name): name for name in DTYPES}
 
 #: What a variable is known to be bound to: a constant, or a tuple expression (whose fields may be constant).
 Known = Union[Constant, Tuple]
@@ -45,7 +50,8 @@ class _ConstantFolder(ExprMutator):
     # ------------------------------------------------------------ bindings
 
     def visit_binding(self, binding: Binding) -> Binding:
-        value = binding.value
+        value: Any = binding.value
+        new: Any
         kind = type(value)
         if kind is Call and all(type(a) is Var or type(a) is Constant for a in value.args):
             new = self.fold_call(value)  # fast path: nothing nested to visit first (no variable is remapped)
@@ -81,6 +87,10 @@ class _ConstantFolder(ExprMutator):
         callee = call.op
         if type(callee) is not Op:
             return call  # a call of a module function is not evaluated
+        known = self.known
+        for arg in call.args:  # a quick rejection first: most calls have a non-constant variable argument
+            if type(arg) is Var and arg.vid not in known:
+                return call
         info = get_op(callee.name)
         if not info.pure or info.evaluate is None:
             return call
@@ -158,7 +168,11 @@ def _to_numpy(const: Constant | Tuple) -> Any:
 def _from_numpy(value: Any) -> Constant | Tuple:
     """An ``evaluate`` result as a constant expression, keeping its dtype and shape."""
     if not isinstance(value, tuple):
-        return Constant.from_value(np.asarray(value))
+        arr = np.asarray(value)
+        if _NATIVE_LITTLE_ENDIAN and arr.dtype.isnative:  # the common case, without from_value's conversions
+            name = _DTYPE_NAMES.get(arr.dtype) or arr.dtype.name  # numpy computes .name in Python: cache it
+            return Constant(arr.tobytes(), name, tuple(int(d) for d in arr.shape))
+        return Constant.from_value(arr)
     # Tuple-valued ops (``split``) return flat tuples; nesting, if any, is shallow.
     return Tuple(tuple(_from_numpy(v) for v in value))
 

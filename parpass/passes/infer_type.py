@@ -64,6 +64,8 @@ class TypeInferenceError(ParpassError, TypeError):
 
 
 _UNDEFINED: Any = object()
+# Attributes enter memo keys as msgpack with sorted keys (equal dicts give equal bytes; 1, 1.0, True differ).
+_ATTRS_ENCODER = msgspec.msgpack.Encoder(order="sorted")
 
 
 def _is_flat(value: Expr) -> bool:
@@ -81,7 +83,9 @@ def _is_flat(value: Expr) -> bool:
 
 
 def _is_bool_scalar(ty: Type) -> bool:
-    return isinstance(ty, (PrimType, TensorType)) and ty.dtype == "bool" and (type(ty) is PrimType or ty.shape == ())
+    if isinstance(ty, PrimType):
+        return ty.dtype == "bool"
+    return isinstance(ty, TensorType) and ty.dtype == "bool" and ty.shape == ()
 
 
 class _Signatures:
@@ -90,6 +94,10 @@ class _Signatures:
     def __init__(self, mod: IRModule) -> None:
         self.mod = mod
         self.inferred: dict[str, Type | None] = {}  # function without ret_type -> type of its body (None: unknown)
+        self.cyclic: set[str] = set()  # functions that reach a call cycle among functions without ret_type
+        # (op, argument types, attributes) -> result type: type rules are pure, and most calls of a module
+        # repeat a few signatures, so each is computed once per pass run.
+        self.op_types: dict[tuple[Any, ...], Type] = {}
 
     def name_of(self, func: Function) -> str:
         """The name ``func`` has in the module (for error messages only: it searches the module)."""
@@ -108,9 +116,9 @@ class _Signatures:
 
     def return_type(self, name: str) -> Type | None:
         """The return type of Function ``name``: its ``ret_type``, else the type inferred from its body."""
-        func = self.mod[name]
-        if func.ret_type is not None:  # type: ignore[union-attr]
-            return func.ret_type  # type: ignore[union-attr,no-any-return]
+        func: Any = self.mod[name]
+        if func.ret_type is not None:
+            return func.ret_type  # type: ignore[no-any-return]
         memo = self.inferred
         if name in memo:
             return memo[name]
@@ -126,27 +134,21 @@ class _Signatures:
                 stack.pop()
                 on_stack.discard(fname)
                 memo[fname] = self._infer_quietly(fname)
-            elif callee in on_stack or (callee in memo and memo[callee] is None and callee in self._cyclic):
+            elif callee in on_stack or callee in self.cyclic:
                 for f, _ in stack:
                     memo[f] = None
-                    self._cyclic.add(f)
+                    self.cyclic.add(f)
                 stack.clear()
             elif callee not in memo:
                 stack.append((callee, iter(self._untyped_callees(callee))))
                 on_stack.add(callee)
         return memo[name]
 
-    @property
-    def _cyclic(self) -> set[str]:
-        cyclic: set[str] | None = self.__dict__.get("_cyclic_set")
-        if cyclic is None:
-            cyclic = self.__dict__["_cyclic_set"] = set()
-        return cyclic
-
     def _untyped_callees(self, name: str) -> list[str]:
         """The Functions without ret_type that ``name`` calls, in first-call order."""
         found: dict[str, None] = {}
-        stack: list[Any] = [self.mod[name].body]  # type: ignore[union-attr]
+        func: Any = self.mod[name]
+        stack: list[Any] = [func.body]
         while stack:
             node = stack.pop()
             kind = type(node)
@@ -214,10 +216,18 @@ class _TypeInferrer(ExprMutator):
 
     def visit_binding(self, binding: Binding) -> Binding:
         outer, self.binding = self.binding, binding
-        value = binding.value
-        new = value if _is_flat(value) else self.visit_expr(value)  # nested Ifs: their blocks get typed
-        self.binding = binding
-        inferred = self.type_of(new)
+        value: Any = binding.value
+        new = value
+        kind = type(value)
+        # Fast paths for A-normal form; a nested value is visited first (its Ifs' blocks get typed).
+        if kind is Call and (arg_types := self.leaf_types(value.args)) is not None:
+            inferred = self.call_type(value, arg_types)
+        elif kind is Var:
+            inferred = self.var_type(value)
+        else:
+            if not _is_flat(value):
+                new = self.visit_expr(value)
+            inferred = self.type_of(new)
         ty = binding.ty
         if ty is None:
             ty = inferred
@@ -230,6 +240,23 @@ class _TypeInferrer(ExprMutator):
         if new is value and ty is binding.ty:
             return binding
         return Binding(binding.var, new, ty)
+
+    def leaf_types(self, args: tuple[Expr, ...]) -> list[Type | None] | None:
+        """The types of ``args`` if they are all variables and constants, else None."""
+        types = self.types
+        out: list[Type | None] = []
+        for arg in args:
+            kind = type(arg)
+            if kind is Var:
+                ty = types.get(arg.vid, _UNDEFINED)  # type: ignore[union-attr]
+                if ty is _UNDEFINED:
+                    self.var_type(arg)  # type: ignore[arg-type]  # raises the error
+            elif kind is Constant:
+                ty = TensorType(tuple(arg.shape), arg.dtype)  # type: ignore[union-attr]
+            else:
+                return None
+            out.append(ty)
+        return out
 
     @post_order
     def visit_if_(self, op: If) -> Expr:
@@ -254,8 +281,8 @@ class _TypeInferrer(ExprMutator):
         kind = type(expr)
         if kind is Var:
             return self.var_type(expr)  # type: ignore[arg-type]
-        if kind is Call and all(type(a) is Var or type(a) is Constant for a in expr.args):  # type: ignore[union-attr]
-            return self.call_type(expr, [self.leaf_type(a) for a in expr.args])  # type: ignore[union-attr,arg-type]
+        if kind is Call and (arg_types := self.leaf_types(expr.args)) is not None:  # type: ignore[union-attr]
+            return self.call_type(expr, arg_types)  # type: ignore[arg-type]
         # General case: an explicit post-order over the nested expression.
         done: dict[int, Type | None] = {}
         stack: list[tuple[Any, bool]] = [(expr, False)]
@@ -311,14 +338,23 @@ class _TypeInferrer(ExprMutator):
     def call_type(self, call: Call, arg_types: list[Type | None]) -> Type | None:
         callee = call.op
         if type(callee) is Op:
-            rule = get_op(callee.name).infer_type
-            if rule is None or any(t is None for t in arg_types):
+            if None in arg_types:
                 return None
-            try:
-                return rule(arg_types, call.attrs)  # type: ignore[no-any-return]
-            except TypeError as err:
-                raise self.error(str(err)) from err
-        name = callee.name_hint
+            attrs = call.attrs
+            key = (callee.name, *arg_types, _ATTRS_ENCODER.encode(attrs) if attrs else b"")
+            memo = self.signatures.op_types
+            ty = memo.get(key)
+            if ty is None:
+                rule = get_op(callee.name).infer_type
+                if rule is None:
+                    return None
+                try:
+                    ty = rule(arg_types, attrs)
+                except TypeError as err:
+                    raise self.error(str(err)) from err
+                memo[key] = ty  # type: ignore[assignment]
+            return ty
+        name = callee.name_hint  # type: ignore[union-attr]
         try:
             func = self.signatures.callee(name)
         except KeyError:
@@ -404,4 +440,4 @@ class _InferTypePass:
 @register_pass("InferType")
 def InferType() -> Pass:
     """The InferType pass (function level, opt_level 0): fills in and checks binding and return types."""
-    return _InferTypePass()  # type: ignore[no-any-return]
+    return _InferTypePass()  # type: ignore[return-value]  # the decorator made the class a FunctionPass

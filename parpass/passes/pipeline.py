@@ -6,8 +6,8 @@ Dataflow functions first:
    input is rejected before anything is rewritten. The other passes keep the
    types correct, so it runs once.
 2. ``CanonicalizeBindings`` (1): removes copies and tuple round trips, so that
-   equal computations look equal (``f(y)`` with ``y = x`` becomes ``f(x)``)
-   and constants reach the calls that use them.
+   equal computations look equal (``f(y)`` with ``y = x`` becomes ``f(x)``,
+   which common subexpression elimination then recognizes).
 3. ``FoldConstant`` (2): evaluates what only depends on constants, chains
    included.
 4. ``EliminateCommonSubexpr`` (2): after canonicalization and folding, equal

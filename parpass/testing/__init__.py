@@ -1,4 +1,4 @@
-"""Testing helpers: deterministic random modules (and, later, a reference interpreter)."""
+"""Testing helpers: deterministic random modules, and the reference interpreter that defines what IR means."""
 
 from parpass.testing.generator import random_module
 from parpass.testing.interpreter import (

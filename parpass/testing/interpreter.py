@@ -111,7 +111,8 @@ def _describe(value: Value) -> str:
         return f"an array of shape {tuple(value.shape)} and dtype {value.dtype}"
     if isinstance(value, np.generic):
         return f"a numpy {value.dtype} scalar"
-    return f"a {type(value).__name__} ({value!r})"
+    text = repr(value)
+    return f"a {type(value).__name__} ({text if len(text) <= 60 else text[:57] + '...'})"
 
 
 def _coerce(value: Value, ty: Type, what: str) -> tuple[Value, str | None]:
@@ -238,7 +239,7 @@ def _lookup(mod: IRModule, name: str, where: str) -> BaseFunc:
     return mod[name]
 
 
-def run_function(mod: IRModule, name: str, *args: Value) -> Value:
+def run_function(mod: IRModule, name: str, *args: Value, memoize: bool = True) -> Value:
     """Run function ``name`` of ``mod`` on ``args`` and return its value.
 
     For a :class:`~parpass.ir.Function`, ``args`` are numpy arrays (see the module
@@ -248,6 +249,13 @@ def run_function(mod: IRModule, name: str, *args: Value) -> Value:
 
     Raises :class:`ArgumentError` when ``args`` do not match the parameters and
     :class:`InterpreterError` when the program fails.
+
+    With ``memoize`` (the default), a call of a module function whose arguments are
+    bit-identical to those of an earlier call in the same run reuses that call's
+    result. Every op is deterministic (stateful ones too, given their attributes),
+    so the values are the same; only a ``print`` in the reused call does not print
+    again. Generated modules call functions from several places, and without this
+    their call trees grow exponentially.
     """
     if not isinstance(mod, IRModule):
         raise TypeError(f"run_function expects an IRModule, got {type(mod).__name__}")
@@ -267,15 +275,14 @@ def run_function(mod: IRModule, name: str, *args: Value) -> Value:
         if problem is not None:
             raise ArgumentError(f"function {name!r}: {problem}")
         env[param.var.vid] = value
-    return _run_dataflow(mod, _Frame(name, env, None, None), func)
+    return _run_dataflow(mod, _Frame(name, env, None, None), func, memoize)
 
 
-def _run_dataflow(mod: IRModule, frame: _Frame, func: relax.Function) -> Value:
+def _run_dataflow(mod: IRModule, frame: _Frame, func: relax.Function, memoize: bool) -> Value:
     """The dataflow machine: a task stack and a value stack, no Python recursion."""
     tasks: list[tuple[Any, ...]] = [(_BLOCK, func.body, 0, frame, None, None)]
     values: list[Value] = []
-    purity = _Purity(mod)
-    memo: dict[tuple[Any, ...], Value] = {}  # (callee, argument bits) -> result, for pure callees
+    memo: dict[tuple[Any, ...], Value] = {}  # (callee, argument bits) -> result, when memoize
     while tasks:
         task = tasks.pop()
         code = task[0]
@@ -347,7 +354,7 @@ def _run_dataflow(mod: IRModule, frame: _Frame, func: relax.Function) -> Value:
                 err = not_found("function", gname, mod.names(), where="in the module")
                 raise frame.error(f"call of @{gname}: {err}")
             callee = mod[gname]
-            key = (gname, _value_key(args)) if purity.is_pure(gname) else None
+            key = (gname, _value_key(args)) if memoize else None
             if key is not None and key in memo:
                 values.append(memo[key])
                 continue
@@ -397,73 +404,6 @@ def _run_dataflow(mod: IRModule, frame: _Frame, func: relax.Function) -> Value:
     if len(values) != 1:  # pragma: no cover - the machine's own invariant
         raise AssertionError(f"interpreter finished with {len(values)} values")
     return values[0]
-
-
-class _Purity:
-    """Which module functions are pure: no stateful op in them or in anything they call.
-
-    A pure function is deterministic (stateful ops like ``random_uniform`` are too,
-    given their seed, but ``print`` has an effect), so a call of one with the same
-    argument bits may reuse an earlier result. Without this, modules whose
-    functions call each other several times would be interpreted in exponential time.
-    """
-
-    def __init__(self, mod: IRModule) -> None:
-        self.mod = mod
-        self.pure: dict[str, bool] = {}
-
-    def is_pure(self, name: str) -> bool:
-        known = self.pure.get(name)
-        if known is not None:
-            return known
-        # Everything reachable from `name` through calls; impure if any of it has a stateful op.
-        reach: dict[str, None] = {}
-        stack = [name]
-        impure = False
-        while stack and not impure:
-            fname = stack.pop()
-            if fname in reach:
-                continue
-            reach[fname] = None
-            if self.pure.get(fname) is False:
-                impure = True
-                break
-            if fname not in self.mod:
-                continue
-            stateful, callees = _local_effects(self.mod[fname])
-            impure = stateful
-            stack.extend(c for c in callees if c not in reach)
-        if impure:
-            self.pure[name] = False
-        else:
-            for fname in reach:  # everything reachable from a pure function is pure
-                self.pure[fname] = True
-        return not impure
-
-
-def _local_effects(func: BaseFunc) -> tuple[bool, list[str]]:
-    """Whether ``func`` itself calls a stateful (or unknown) op, and the module functions it calls."""
-    if not isinstance(func, relax.Function):
-        return False, []
-    callees: list[str] = []
-    seen: set[int] = set()
-    stack: list[Any] = [func.body]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if type(node) is relax.Call:
-            if isinstance(node.op, Op):
-                try:
-                    if not get_op(node.op.name).pure:
-                        return True, callees
-                except KeyError:
-                    return True, callees
-            elif isinstance(node.op, GlobalVar):
-                callees.append(node.op.name_hint)
-        stack.extend(node.children())
-    return False, callees
 
 
 def _value_key(values: Sequence[Value]) -> tuple[Any, ...]:
@@ -1176,9 +1116,9 @@ def run_prim_func(func_or_mod: tir.PrimFunc | IRModule, *args: Any, name: str | 
     return tuple(_run_prim(func, label, args))
 
 
-def run(mod: IRModule, name: str, *args: Any) -> Value:
+def run(mod: IRModule, name: str, *args: Any, memoize: bool = True) -> Value:
     """Run function ``name`` of ``mod`` whatever its kind (same as :func:`run_function`)."""
-    return run_function(mod, name, *args)
+    return run_function(mod, name, *args, memoize=memoize)
 
 
 # ====================================================================== inputs and comparison

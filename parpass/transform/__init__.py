@@ -32,6 +32,7 @@ from parpass.transform.passes import (
     Sequential,
     attach_pass_note,
 )
+from parpass.transform.pipeline_spec import Pipeline, PipelineSpecError, parse_pipeline, pipeline_spec
 from parpass.transform.print_ir import PrintIR
 from parpass.transform.registry import get_pass, list_passes, register_pass
 
@@ -49,6 +50,8 @@ __all__ = [
     "PassContextSnapshot",
     "PassDependencyError",
     "PassInfo",
+    "Pipeline",
+    "PipelineSpecError",
     "PrimFuncPass",
     "PrintIR",
     "Sequential",
@@ -60,6 +63,8 @@ __all__ = [
     "list_configs",
     "list_passes",
     "module_pass",
+    "parse_pipeline",
+    "pipeline_spec",
     "prim_func_pass",
     "register_config_option",
     "register_pass",

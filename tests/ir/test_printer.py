@@ -7,6 +7,7 @@ import base64
 import difflib
 import re
 import textwrap
+from typing import Any
 
 import numpy as np
 import pytest
@@ -146,13 +147,15 @@ def test_primfunc_golden_all_statement_kinds() -> None:
     pb = PrimFuncBuilder("k", attrs={"global_symbol": "k", "tuned": [1, 2.5, None]})
     A = pb.buffer("A", (64,), "float32", strides=(2,))
     n = pb.var("n", "int64")
-    with pb.for_range("i", 2, 10, kind="unrolled", annotations={"pragma_unroll": True}):
-        with pb.allocate("T", (4,), "int8") as T, pb.let("s", tir.Cast("int32", n) * 3) as s:
-            pb.store(T, (s,), tir.IntImm("int8", -1))
-            with pb.if_then_else(tir.And(tir.Not(tir.lt(s, 1)), tir.const(True))):
-                pb.evaluate(tir.Call("float32", "exp", (tir.FloatImm("float32", -0.5),)))
+    loop = pb.for_range("i", 2, 10, kind="unrolled", annotations={"pragma_unroll": True})
+    with loop, pb.allocate("T", (4,), "int8") as T, pb.let("s", tir.Cast("int32", n) * 3) as s:
+        pb.store(T, (s,), tir.IntImm("int8", -1))
+        with pb.if_then_else(tir.And(tir.Not(tir.lt(s, 1)), tir.const(True))):
+            pb.evaluate(tir.Call("float32", "exp", (tir.FloatImm("float32", -0.5),)))
     ramp = tir.Ramp(tir.const(0), tir.const(1), 4)
-    pb.emit(A.store((ramp,), tir.Broadcast(tir.Select(tir.const(False), tir.const(1.0), tir.FloatImm("float64", 2.0)), 4)))
+    pb.emit(
+        A.store((ramp,), tir.Broadcast(tir.Select(tir.const(False), tir.const(1.0), tir.FloatImm("float64", 2.0)), 4))
+    )
     pb.emit(tir.SeqStmt((tir.SeqStmt((tir.Evaluate(tir.Min(n, tir.IntImm("int64", 3))),)),)))
     pb.emit(tir.Evaluate(tir.Max(tir.IntImm("bool", 2), tir.IntImm("uint8", 255))))
     fn = pb.finish()
@@ -469,17 +472,16 @@ def test_deep_tir_expressions() -> None:
     assert str(right) == "1 - (" * 4999 + "1 - %i" + ")" * 4999
     nested: tir.PrimExpr = i
     for _ in range(5000):
-        nested = tir.Max(tir.Not(nested), tir.Cast("int32", nested))
+        nested = tir.Max(tir.Not(nested), tir.Cast("int32", i))
     assert str(nested).startswith("max(not max(not max(")
 
 
 def test_deep_dataflow_expressions_and_blocks() -> None:
     x = Var(0, "x")
-    expr = x
+    expr: Var | Call = x
     for _ in range(5000):
         expr = Call(Op("relu"), (Tuple((expr, TupleGetItem(x, 0))),))
-    text = str(expr)
-    assert text.startswith("relu((relu((") and text.endswith(", %x[0]),)")
+    assert str(expr) == "relu((" * 5000 + "%x" + ", %x[0]))" * 5000
     seq = SeqExpr((), x)
     for k in range(1500):
         v = Var(k + 1, "r")
@@ -511,7 +513,7 @@ def test_deep_statements() -> None:
         ([[True], [False]], "bool", 'const([[true], [false]], "bool")'),
         ([0.1, -0.0, 1e20], "float32", 'const([0.1, -0.0, 1e+20], "float32")'),
         ([0.1, 2.0], "float64", 'const([0.1, 2.0], "float64")'),
-        ([0.1, 65504], "float16", 'const([0.1, 65500.0], "float16")'),
+        ([0.1, 65504], "float16", 'const([0.1, 6.55e+04], "float16")'),
         ([np.inf, -np.inf, np.nan], "float32", 'const([inf, -inf, nan], "float32")'),
         (-(2**63), "int64", 'const(-9223372036854775808, "int64")'),
     ],
@@ -533,7 +535,7 @@ def test_large_constants_print_exact_base64() -> None:
     text = str(c)
     assert text.endswith('", "float32", (10, 100))')
     assert _b64_payload(text) == c.data
-    assert str(Constant.from_value(np.arange(64, dtype="int8"))).startswith('const([0, 1, 2, 3,')
+    assert str(Constant.from_value(np.arange(64, dtype="int8"))).startswith("const([0, 1, 2, 3,")
     assert str(Constant.from_value(np.arange(65, dtype="int8"))).startswith('const(b64"AAECAwQF')
 
 
@@ -557,16 +559,16 @@ def test_float32_constant_values_round_trip_exactly(values: list[float]) -> None
     if text.startswith('const(b64"'):
         assert _b64_payload(text) == c.data
         return
-    inner = text[len("const(") : -len(', "float32")')]
-    parsed = ast.literal_eval(inner.replace("nan", '"nan"').replace("inf", '"inf"'))
-    assert np.asarray([float(v) for v in parsed], dtype="float32").tobytes() == c.data
+    inner = text[len("const([") : -len('], "float32")')]
+    parsed = [float(tok) for tok in inner.split(", ")]
+    assert np.asarray(parsed, dtype="float32").tobytes() == c.data
 
 
 # ---------------------------------------------------------------- attributes
 
 
 def test_attribute_literals() -> None:
-    attrs = {"a": [1, 2.0, "s\n\"", None, True], "b": {"nested": {"deep": [[]]}}, "c": float("inf"), "d": -1e-300}
+    attrs = {"a": [1, 2.0, 's\n"', None, True], "b": {"nested": {"deep": [[]]}}, "c": float("inf"), "d": -1e-300}
     fn = Function((), SeqExpr((), Tuple(())), attrs=attrs)
     assert str(fn).splitlines()[0] == (
         'function() attrs {"a": [1, 2.0, "s\\n\\"", null, true], "b": {"nested": {"deep": [[]]}},'
@@ -585,7 +587,16 @@ def test_bad_attributes_are_clear_errors() -> None:
     with pytest.raises(TypeError, match=r"attrs of a call of add: a value of type set"):
         str(Call(Op("add"), (), {"s": {1}}))
     with pytest.raises(TypeError, match="loop annotations"):
-        str(tir.For(tir.Var(0, "i"), tir.const(0), tir.const(1), tir.ForKind.SERIAL, tir.Evaluate(tir.const(0)), {"x": object()}))
+        str(
+            tir.For(
+                tir.Var(0, "i"),
+                tir.const(0),
+                tir.const(1),
+                tir.ForKind.SERIAL,
+                tir.Evaluate(tir.const(0)),
+                {"x": object()},
+            )
+        )
 
 
 # ---------------------------------------------------------------- every field is visible
@@ -668,14 +679,16 @@ _PY_BINOP = {ast.Add: tir.Add, ast.Sub: tir.Sub, ast.Mult: tir.Mul, ast.FloorDiv
 _PY_CMP = {ast.Lt: tir.LT, ast.LtE: tir.LE, ast.Gt: tir.GT, ast.GtE: tir.GE, ast.Eq: tir.EQ, ast.NotEq: tir.NE}
 
 
-def _from_python(node: ast.expr) -> tir.PrimExpr:
+def _from_python(node: ast.expr) -> Any:
     """Rebuild a tir expression from Python's parse of its text (Python's precedence matches ours)."""
     if isinstance(node, ast.Name):
         return {"v_i": tir.Var(0, "i"), "v_j": tir.Var(1, "j")}[node.id]
     if isinstance(node, ast.Constant):
-        return tir.const(node.value)
+        value: Any = node.value
+        return tir.const(value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return tir.const(-node.operand.value)
+        negated: Any = node.operand.value
+        return tir.const(-negated)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return tir.Not(_from_python(node.operand))
     if isinstance(node, ast.BinOp):

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import parpass.ir
-from parpass.ir import GlobalVar, IRModule, Op, relax, tir
+from parpass.ir import GlobalVar, IRModule, Node, Op, relax, tir
 from parpass.ir.serialization import decode_function, encode_function, from_bytes, to_bytes
 from parpass.ir.structural import assert_structural_equal, structural_equal, structural_hash
 from parpass.ir.types import PrimType, TensorType, TupleType
@@ -349,7 +349,9 @@ def test_module_hash_with_lazy_functions() -> None:
     assert structural_equal(lazy, mod)
     assert not lazy.is_decoded("main")  # equal bytes: nothing needed decoding
     changed = from_bytes(to_bytes(module(loop=loop_func(step=3.0))))
+    assert isinstance(changed, IRModule)
     assert structural_hash(changed) != structural_hash(mod)
+    assert not changed.is_decoded("loop")  # hashing does not leave lazily held functions decoded
     assert_structural_equal(lazy, module(main=dataflow(vids=(5, 6, 7))))
 
 
@@ -461,3 +463,48 @@ def test_one_changed_leaf_is_found(seed: int, size: int, pick: int) -> None:
         changed = decode_function(msgspec.msgpack.encode(tree))
         message = check_differ(mod[name], changed)
         assert ("IntImm value" in message) or ("Constant dtype" in message)
+
+
+def test_node_class_defined_later() -> None:
+    """A node class defined after the first comparison is walked like the built-in ones."""
+    structural_hash(relax.Var(0, "x"))  # the class table exists by now
+
+    class Wrap(Node, frozen=True, gc=False, tag="test_structural.Wrap"):
+        inner: relax.Var
+        label: str
+
+        __child_fields__ = ("inner",)
+
+    x, y = relax.Var(0, "x"), relax.Var(1, "y")
+    f = relax.Function((relax.Param(x, T),), relax.SeqExpr((), relax.Tuple((x,))))
+    g = relax.Function((relax.Param(y, T),), relax.SeqExpr((), relax.Tuple((y,))))
+    assert structural_equal(f, g)
+    check_equal(Wrap(x, "a"), Wrap(x, "a"))
+    assert "Wrap label 'a' != 'b'" in check_differ(Wrap(x, "a"), Wrap(x, "b"))
+    check_differ(Wrap(x, "a"), Wrap(y, "a"))
+    check_equal(Wrap(x, "a"), Wrap(y, "a"), map_free_vars=True)
+
+
+def test_dict_subclasses_and_nested_empty_containers() -> None:
+    from collections import OrderedDict
+
+    check_equal(
+        dataflow(attrs={"a": {}, "b": []}), dataflow(attrs=dict(OrderedDict([("b", ()), ("a", OrderedDict())])))
+    )
+    check_differ(dataflow(attrs={"a": {}}), dataflow(attrs={"a": []}))
+
+
+def test_int_immediates_of_other_python_types() -> None:
+    one = tir.IntImm("int32", 1)
+    check_equal(one, tir.IntImm("int32", True))  # type: ignore[arg-type]
+    check_equal(one, tir.IntImm("int32", 1.0))  # type: ignore[arg-type]
+    check_differ(one, tir.IntImm("int32", 1.5))  # type: ignore[arg-type]
+    check_differ(one, tir.IntImm("int64", 1))
+
+
+def test_huge_integers_hash() -> None:
+    big = 2**80
+    check_equal(tir.IntImm("int64", big), tir.IntImm("int64", big))
+    check_differ(tir.IntImm("int64", big), tir.IntImm("int64", big + 1))
+    check_equal(dataflow(attrs={"n": big}), dataflow(attrs={"n": float(big)}))
+    check_differ(dataflow(attrs={"n": [big]}), dataflow(attrs={"n": [big + 1]}))

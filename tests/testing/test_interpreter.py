@@ -717,3 +717,32 @@ def test_every_generated_function_runs(seed: int) -> None:
         assert out is not None
     # A module means the same as itself, and the inputs are the same for the same seed.
     assert quiet(assert_same_meaning, mod, mod, None, seed) == mod.names()
+
+
+def test_repeated_calls_with_the_same_arguments_are_memoized() -> None:
+    a, p = rv(0, "a"), rv(1, "p")
+    noisy = func([(a, F32x4)], [bind(p, call("print", a, message="seen "))], p)
+    x, r1, r2, r3 = rv(0, "x"), rv(1, "r1"), rv(2, "r2"), rv(3, "r3")
+    main = func(
+        [(x, F32x4)],
+        [
+            bind(r1, gcall_("noisy", x)),
+            bind(r2, gcall_("noisy", x)),
+            bind(r3, gcall_("noisy", call("add", x, x))),
+        ],
+        relax.Tuple((r1, r2, r3)),
+    )
+    mod = IRModule({"main": main, "noisy": noisy})
+    xv = np.array([1, 2, 3, 4], "float32")
+    for memoize, prints in ((True, 2), (False, 3)):
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            out = run_function(mod, "main", xv, memoize=memoize)
+        assert buffer.getvalue().count("seen ") == prints
+        np.testing.assert_array_equal(out[0], xv)
+        np.testing.assert_array_equal(out[1], xv)
+        np.testing.assert_array_equal(out[2], 2 * xv)
+
+
+def gcall_(name: str, *args: relax.Expr) -> relax.Call:
+    return relax.Call(GlobalVar(name), tuple(args))

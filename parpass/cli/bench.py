@@ -1,0 +1,610 @@
+"""``parpass bench``: the default pipeline in-process and on worker processes, pass by pass.
+
+Generates a :func:`~parpass.testing.random_module`, runs the pipeline on it
+in-process (``parpass.num_workers=1``) and with each worker count, checks the
+outputs are byte-identical, and prints per pass the in-process time, the
+parallel time, the speedup and the parallel efficiency (speedup divided by the
+workers that can actually run at once: ``min(workers, usable cores)``), then
+the total and the parent's own overhead per function (serializing, shipping
+and merging, from the executor's wave statistics).
+
+Each run starts from a module freshly decoded from bytes (as if read from a
+file), with a :class:`~parpass.instrument.PassTimingInstrument` installed; with
+an instrument present the executor runs pass by pass (it does not fuse
+consecutive passes), which is what a per-pass table needs. The worker pool is
+started and warmed up (on a small module) before anything is timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from parpass.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    add_common_options,
+    add_config_options,
+    atomic_output,
+    make_context,
+    non_negative_int,
+    parse_config,
+    positive_int,
+)
+from parpass.cli.gen import add_module_size_options, make_module
+from parpass.cli.progress import ProgressBar, ProgressInstrument
+from parpass.instrument import PassInstrument, PassTiming, PassTimingInstrument
+from parpass.ir.module import IRModule
+from parpass.transform import FunctionLevelPass, Pass, Sequential, parse_pipeline, pipeline_spec
+
+_DESCRIPTION = """\
+Time a pass pipeline (the default pipeline unless --pipeline) on a random module of
+thousands of functions, in-process and on worker processes; check that the outputs are
+byte-identical; print per pass the in-process time, the parallel time, the speedup and the
+parallel efficiency (speedup / min(workers, usable cores)), then the total and the parent's
+own overhead per function. Exit status 1 if the outputs differ.
+
+examples:
+  parpass bench
+  parpass bench --workers 1,2,4 --repeat 3 --json bench.json
+  parpass bench --functions 500 --pipeline 'InferType,FoldConstant,DeadCodeElimination'
+"""
+
+#: Config options bench sets itself.
+_RESERVED = ("parpass.num_workers",)
+
+
+def worker_list(text: str) -> list[int]:
+    """``"1,2,4"`` as ``[1, 2, 4]`` (positive, without repeats, in the order given)."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        value = positive_int(part)
+        if value not in out:
+            out.append(value)
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected worker counts like 1,2,4, got {text!r}")
+    return out
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        help="time the default pipeline in-process and on worker processes (start here)",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_module_size_options(parser, functions=2000)
+    parser.add_argument(
+        "--workers",
+        type=worker_list,
+        metavar="N[,N...]",
+        help="worker counts to compare with the in-process run (default: the usable cores, at least 2)",
+    )
+    parser.add_argument(
+        "--repeat", type=positive_int, default=1, metavar="N", help="runs of each configuration; reports the median"
+    )
+    parser.add_argument("--pipeline", metavar="SPEC", help="pipeline spec to time (default: the default pipeline)")
+    parser.add_argument(
+        "-O",
+        "--opt-level",
+        type=non_negative_int,
+        default=2,
+        metavar="N",
+        help="opt_level of the PassContext and of the default pipeline (default 2)",
+    )
+    add_config_options(parser)
+    parser.add_argument("--json", metavar="FILE", help="write the raw figures to FILE as JSON")
+    parser.add_argument("--plot", metavar="FILE.png", help="draw the speedups to an image (needs matplotlib)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (it shows only on a terminal)")
+    add_common_options(parser)
+    parser.set_defaults(func=run)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# one run
+
+
+@dataclass
+class Run:
+    """One timed run of the pipeline."""
+
+    workers: int
+    wall: float
+    rows: dict[tuple[str, ...], float]
+    depths: dict[tuple[str, ...], int]
+    waves: list[dict[str, Any]]
+    identical: bool = True
+
+
+@dataclass
+class Row:
+    key: tuple[str, ...]
+    name: str
+    depth: int
+    seconds: dict[int, float] = field(default_factory=dict)
+
+
+def _sequence_names(p: Pass) -> set[str]:
+    out: set[str] = set()
+    stack = [p]
+    while stack:
+        q = stack.pop()
+        if isinstance(q, Sequential):
+            out.add(q.info.name)
+            stack.extend(q.passes)
+    return out
+
+
+def timing_rows(roots: Sequence[PassTiming], seq_names: set[str]) -> list[tuple[tuple[str, ...], int, float]]:
+    """``(key, depth, seconds)`` for the passes directly inside the pipeline and inside nested Sequentials.
+
+    A key is the path of names from the top with, at each level, how many
+    earlier siblings had the same name (so a pass that runs twice gives two
+    rows). Passes nested inside other passes are not rows.
+    """
+    out: list[tuple[tuple[str, ...], int, float]] = []
+    stack: list[tuple[tuple[str, ...], int, PassTiming]] = []
+
+    def push(children: Sequence[PassTiming], prefix: tuple[str, ...], depth: int) -> None:
+        seen: dict[str, int] = {}
+        keyed = []
+        for child in children:
+            n = seen.get(child.name, 0)
+            seen[child.name] = n + 1
+            keyed.append((prefix + (f"{child.name}#{n}",), depth, child))
+        stack.extend(reversed(keyed))
+
+    if len(roots) == 1 and roots[0].name in seq_names:  # the pipeline itself: its total is the "total" row
+        push(roots[0].children, (f"{roots[0].name}#0",), 0)
+    else:
+        push(roots, (), 0)
+    while stack:
+        key, depth, node = stack.pop()
+        out.append((key, depth, node.total))
+        if node.name in seq_names:
+            push(node.children, key, depth + 1)
+    return out
+
+
+def _new_waves(marker: object) -> list[Any]:
+    from parpass.parallel import executor
+
+    history = list(executor.history)
+    for index in range(len(history) - 1, -1, -1):
+        if history[index] is marker:
+            return history[index + 1 :]
+    return history
+
+
+def _wave_dict(w: Any) -> dict[str, Any]:
+    return {
+        "passes": list(w.passes),
+        "parallel": w.parallel,
+        "reason": w.reason,
+        "functions": w.functions,
+        "chunks": w.chunks,
+        "nbytes": w.nbytes,
+        "wall": w.wall,
+        "worker_seconds": w.worker_seconds,
+        "parent_seconds": w.parent_seconds,
+    }
+
+
+class Bench:
+    """Runs the configurations and keeps their figures."""
+
+    def __init__(self, pipeline: Pass, data: bytes, opt_level: int, config: dict[str, Any]) -> None:
+        self.pipeline = pipeline
+        self.data = data
+        self.opt_level = opt_level
+        self.config = config
+        self.seq_names = _sequence_names(pipeline)
+        self.reference: bytes | None = None
+
+    def context(self, workers: int, instruments: Sequence[PassInstrument], **extra: Any) -> Any:
+        config = dict(self.config)
+        config["parpass.num_workers"] = workers
+        config.update(extra)
+        return make_context(self.opt_level, (), (), instruments, config)
+
+    def warm_up(self, workers: int, small: bytes) -> None:
+        """Start the pool of ``workers`` and have each worker import the passes, on a small module."""
+        from parpass.ir.serialization import from_bytes
+
+        mod = from_bytes(small)
+        assert isinstance(mod, IRModule)
+        with self.context(workers, [], **{"parpass.parallel": "always"}):
+            self.pipeline(mod)
+
+    def run(self, workers: int, progress: PassInstrument | None) -> Run:
+        from parpass.ir.serialization import from_bytes, to_bytes
+        from parpass.parallel import executor
+
+        mod = from_bytes(self.data)
+        assert isinstance(mod, IRModule)
+        timing = PassTimingInstrument()
+        instruments: list[PassInstrument] = [timing] if progress is None else [timing, progress]
+        ctx = self.context(workers, instruments)
+        marker = executor.history[-1] if executor.history else None
+        start = time.perf_counter()
+        with ctx:
+            out = self.pipeline(mod)
+        wall = time.perf_counter() - start
+        waves = [_wave_dict(w) for w in _new_waves(marker)]
+        table = timing_rows(timing.timings, self.seq_names)
+        rows = {key: seconds for key, _, seconds in table}
+        depths = {key: depth for key, depth, _ in table}
+        data = to_bytes(out)
+        identical = True
+        if self.reference is None:
+            self.reference = data
+        else:
+            identical = data == self.reference
+        return Run(workers, wall, rows, depths, waves, identical)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# figures and the table
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _overhead_per_function(waves: Sequence[dict[str, Any]]) -> float | None:
+    par = [w for w in waves if w["parallel"]]
+    functions = sum(w["functions"] for w in par)
+    if not functions:
+        return None
+    return sum(w["parent_seconds"] for w in par) / functions
+
+
+def _fmt_time(seconds: float) -> str:
+    if seconds != seconds:  # nan
+        return "-"
+    return f"{seconds * 1e3:,.1f} ms"
+
+
+def _fmt_speedup(base: float, other: float) -> str:
+    return f"{base / other:.2f}x" if other > 0 and base == base and other == other else "-"
+
+
+def _fmt_eff(base: float, other: float, usable: int) -> str:
+    return f"{base / other / usable * 100:.0f}%" if other > 0 and base == base and other == other else "-"
+
+
+def summarize(
+    runs: Sequence[Run], counts: Sequence[int], cores: int, seq_names: set[str], pipeline: Pass
+) -> dict[str, Any]:
+    """Medians per row and worker count, speedups, efficiencies, overheads and where each pass ran."""
+    order: list[tuple[str, ...]] = []
+    depth: dict[tuple[str, ...], int] = {}
+    for run in runs:
+        for key in run.rows:
+            if key not in depth:
+                order.append(key)
+                depth[key] = run.depths[key]
+    configs = [1, *[c for c in counts if c != 1]]
+    rows = []
+    leaf_kinds = _leaf_kinds(pipeline)
+    for key in order:
+        name = key[-1].rsplit("#", 1)[0]
+        entry: dict[str, Any] = {"name": name, "path": [k.rsplit("#", 1)[0] for k in key], "depth": depth[key]}
+        medians = {c: _median([r.rows[key] for r in runs if r.workers == c and key in r.rows]) for c in configs}
+        entry["seconds"] = {str(c): medians[c] for c in configs}
+        entry["speedup"] = {str(c): medians[1] / medians[c] if medians[c] > 0 else None for c in configs if c != 1}
+        entry["efficiency"] = {
+            str(c): medians[1] / medians[c] / min(c, cores) if medians[c] > 0 else None for c in configs if c != 1
+        }
+        entry["where"] = _where(name, runs, [c for c in configs if c != 1], name in seq_names, leaf_kinds)
+        rows.append(entry)
+    totals = {c: _median([r.wall for r in runs if r.workers == c]) for c in configs}
+    overhead = {}
+    for c in configs:
+        if c == 1:
+            continue
+        values = [v for r in runs if r.workers == c for v in [_overhead_per_function(r.waves)] if v is not None]
+        overhead[str(c)] = _median(values) if values else None
+    return {
+        "rows": rows,
+        "total": {
+            "seconds": {str(c): totals[c] for c in configs},
+            "speedup": {str(c): totals[1] / totals[c] if totals[c] > 0 else None for c in configs if c != 1},
+            "efficiency": {
+                str(c): totals[1] / totals[c] / min(c, cores) if totals[c] > 0 else None for c in configs if c != 1
+            },
+        },
+        "parent_overhead_per_function": overhead,
+    }
+
+
+def _leaf_kinds(pipeline: Pass) -> dict[str, str]:
+    out: dict[str, str] = {}
+    stack = [pipeline]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, Sequential):
+            stack.extend(p.passes)
+        else:
+            out.setdefault(p.info.name, "function" if isinstance(p, FunctionLevelPass) else "module")
+    return out
+
+
+def _where(name: str, runs: Sequence[Run], counts: Sequence[int], is_seq: bool, kinds: dict[str, str]) -> str:
+    """Where a pass ran in the parallel runs: ``workers``, or in-process and why."""
+    if is_seq:
+        return ""
+    if kinds.get(name) == "module":
+        return "module pass: in-process"
+    notes = []
+    for c in counts:
+        waves = [w for r in runs if r.workers == c for w in r.waves if name in w["passes"]]
+        if not waves:
+            continue
+        if all(w["parallel"] for w in waves):
+            continue
+        reasons = sorted({w["reason"] for w in waves if not w["parallel"]})
+        notes.append(f"{c} workers: in-process ({'; '.join(reasons)})")
+    return ", ".join(notes)
+
+
+def render_table(summary: dict[str, Any], counts: Sequence[int], cores: int) -> str:
+    configs = [c for c in counts if c != 1]
+    header = ["pass", "in-process"]
+    for c in configs:
+        header += [f"{c} worker{'s' if c > 1 else ''}", "speedup", "efficiency"]
+    body: list[list[str]] = []
+    notes: list[str] = []
+    for row in summary["rows"]:
+        sec = row["seconds"]
+        base = sec["1"]
+        cells = ["  " * row["depth"] + row["name"], _fmt_time(base)]
+        for c in configs:
+            other = sec[str(c)]
+            cells += [_fmt_time(other), _fmt_speedup(base, other), _fmt_eff(base, other, min(c, cores))]
+        if row["where"]:
+            notes.append(f"  {row['name']}: {row['where']}")
+        body.append(cells)
+    total = summary["total"]["seconds"]
+    cells = ["total", _fmt_time(total["1"])]
+    for c in configs:
+        cells += [_fmt_time(total[str(c)]), _fmt_speedup(total["1"], total[str(c)]), _fmt_eff(total["1"], total[str(c)], min(c, cores))]
+    widths = [max(len(r[i]) for r in [header, *body, cells]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(cells)
+        ).rstrip()
+
+    rule = "-" * len(line(header))
+    out = [line(header), rule, *(line(r) for r in body), rule, line(cells)]
+    if notes:
+        out += ["", "passes that ran in-process in the parallel runs:", *notes]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the command
+
+
+def _check_plot(path: str | None) -> None:
+    if path is None:
+        return
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "--plot needs matplotlib, which is not installed; install it with: pip install 'parpass[plot]'"
+        ) from None
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in ("png", "svg", "pdf"):
+        raise UsageError(f"--plot {path}: expected a .png, .svg or .pdf file")
+    _check_dir(path, "--plot")
+
+
+def _check_dir(path: str, option: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"{option} {path}: directory {directory} does not exist")
+
+
+def plot(path: str, summary: dict[str, Any], counts: Sequence[int], cores: int, title: str) -> None:
+    """A grouped bar chart of the speedup of each pass (and the total) for each worker count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    configs = [c for c in counts if c != 1]
+    labels = [("  " * r["depth"]) + r["name"] for r in summary["rows"]] + ["total"]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(labels) + 2), 4.5))
+    width = 0.8 / max(len(configs), 1)
+    for i, c in enumerate(configs):
+        values = [r["speedup"].get(str(c)) or 0.0 for r in summary["rows"]]
+        values.append(summary["total"]["speedup"].get(str(c)) or 0.0)
+        xs = [x + (i - (len(configs) - 1) / 2) * width for x in range(len(labels))]
+        ax.bar(xs, values, width, label=f"{c} workers")
+        ax.axhline(min(c, cores), color="grey", linewidth=0.8, linestyle="--")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels([label.strip() for label in labels], rotation=45, ha="right")
+    ax.set_ylabel("speedup over in-process")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    with atomic_output(path, "wb") as handle:
+        fig.savefig(handle, format=ext)
+    plt.close(fig)
+
+
+def run(args: argparse.Namespace) -> int:
+    from parpass.ir.serialization import to_bytes
+    from parpass.parallel import usable_cores
+    from parpass.testing import random_module
+
+    _check_plot(args.plot)
+    if args.json:
+        _check_dir(args.json, "--json")
+    config = parse_config(args.config)
+    for key in _RESERVED:
+        if key in config:
+            raise UsageError(f"--config {key}: bench sets it itself; use --workers")
+    cores = usable_cores()
+    counts: list[int] = args.workers if args.workers else [max(2, cores)]
+    if args.pipeline is not None:
+        pipeline: Pass = parse_pipeline(args.pipeline)
+        pipeline_label = args.pipeline
+    else:
+        from parpass.passes import default_pipeline
+
+        pipeline = default_pipeline(args.opt_level)
+        pipeline_label = f"default_pipeline({args.opt_level})"
+    try:
+        spec: str | None = pipeline_spec(pipeline)
+    except ValueError:
+        spec = None
+
+    started = time.perf_counter()
+    mod = make_module(args)
+    data = to_bytes(mod)
+    num_funcs = len(mod)
+    kinds = _count_kinds(mod)
+    small = to_bytes(random_module(max(8, 4 * max(counts)), None, args.size, args.seed + 1))
+    del mod
+
+    out = sys.stdout
+    out.write(
+        f"parpass bench: random_module(functions={args.functions}, prim_funcs={args.prim_funcs}, size={args.size}, "
+        f"seed={args.seed}): {num_funcs} functions ({kinds}), {len(data) / 1e6:.1f} MB of IR\n"
+        f"pipeline: {pipeline_label}" + (f" = {spec}" if spec is not None and spec != pipeline_label else "") + "\n"
+        f"usable cores: {cores}; worker counts: {', '.join(map(str, counts))}; "
+        f"repeat: {args.repeat}{' (median)' if args.repeat > 1 else ''}\n\n"
+    )
+    out.flush()
+
+    bench = Bench(pipeline, data, args.opt_level, config)
+    configs = [1, *[c for c in counts if c != 1]]
+    leaves = _leaf_units(pipeline, num_funcs, kinds_map=_kinds_by_pass(pipeline, data))
+    total_units = sum(leaves.values()) * args.repeat * len(configs)
+    bar = ProgressBar(sys.stderr, total_units, enabled=False if args.no_progress else None)
+    runs: list[Run] = []
+    try:
+        for c in configs:
+            if c > 1:
+                bar.set_label(f"starting {c} workers")
+                bench.warm_up(c, small)
+            for r in range(args.repeat):
+                where = "in-process" if c == 1 else f"{c} workers"
+                rep = f" run {r + 1}/{args.repeat}" if args.repeat > 1 else ""
+                progress = ProgressInstrument(bar, leaves, prefix=f"{where}{rep}: ") if bar.enabled else None
+                runs.append(bench.run(c, progress))
+    finally:
+        bar.close()
+
+    summary = summarize(runs, counts, cores, bench.seq_names, pipeline)
+    out.write(render_table(summary, counts, cores) + "\n\n")
+    for c in configs[1:]:
+        value = summary["parent_overhead_per_function"].get(str(c))
+        figure = f"{value * 1e6:.1f} us" if value is not None else "n/a (no pass ran in workers)"
+        out.write(f"parent overhead per function ({c} workers): {figure}\n")
+    out.write(f"efficiency = speedup / min(workers, usable cores = {cores})\n")
+    identical = all(r.identical for r in runs)
+    mismatched = sorted({r.workers for r in runs if not r.identical})
+    if identical:
+        out.write(f"outputs byte-identical to the in-process run: yes ({len(runs)} runs)\n")
+    out.write(f"wall time of the benchmark: {time.perf_counter() - started:.1f}s\n")
+    out.flush()
+
+    if args.json:
+        figures = {
+            "module": {
+                "functions": args.functions,
+                "prim_funcs": args.prim_funcs,
+                "size": args.size,
+                "seed": args.seed,
+                "num_functions": num_funcs,
+                "bytes": len(data),
+            },
+            "pipeline": spec if spec is not None else pipeline_label,
+            "opt_level": args.opt_level,
+            "config": {k: v for k, v in config.items() if isinstance(v, (int, float, str, bool))},
+            "usable_cores": cores,
+            "worker_counts": counts,
+            "repeat": args.repeat,
+            "identical": identical,
+            "runs": [
+                {
+                    "workers": r.workers,
+                    "wall": r.wall,
+                    "identical": r.identical,
+                    "passes": [{"path": list(k), "seconds": s} for k, s in r.rows.items()],
+                    "waves": r.waves,
+                }
+                for r in runs
+            ],
+            "summary": summary,
+        }
+        with atomic_output(args.json, "w") as handle:
+            json.dump(figures, handle, indent=2)
+            handle.write("\n")
+    if args.plot:
+        title = f"parpass bench: {num_funcs} functions, {cores} usable cores"
+        plot(args.plot, summary, counts, cores, title)
+    if not identical:
+        print(
+            f"parpass: error: the outputs with {', '.join(map(str, mismatched))} worker(s) differ from the "
+            "in-process output",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _count_kinds(mod: IRModule) -> str:
+    counts: dict[str, int] = {}
+    for name in mod.names():
+        kind, _ = mod.kind_and_attrs(name)
+        counts[kind.__name__] = counts.get(kind.__name__, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+
+
+def _kinds_by_pass(pipeline: Pass, data: bytes) -> dict[int, int]:
+    """For each function-level pass of the pipeline (by id of its info), how many functions it visits."""
+    from parpass.ir.serialization import from_bytes
+
+    mod = from_bytes(data, validate=False)
+    assert isinstance(mod, IRModule)
+    out: dict[int, int] = {}
+    stack = [pipeline]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, Sequential):
+            stack.extend(p.passes)
+        elif isinstance(p, FunctionLevelPass):
+            out[id(p.info)] = len(p.targets(mod))
+    return out
+
+
+def _leaf_units(pipeline: Pass, num_funcs: int, kinds_map: dict[int, int]) -> dict[int, int]:
+    """Progress units of each pass of the pipeline: the functions it visits (a module pass: all of them)."""
+    out: dict[int, int] = {}
+    stack = [pipeline]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, Sequential):
+            stack.extend(p.passes)
+        else:
+            out[id(p.info)] = max(kinds_map.get(id(p.info), num_funcs), 1)
+    return out

@@ -1,0 +1,251 @@
+"""``parpass opt``: run a pass pipeline on a module file (LLVM ``opt`` / ``mlir-opt`` style)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from parpass.cli.common import (
+    EXIT_OK,
+    PassFailure,
+    UsageError,
+    add_common_options,
+    add_config_options,
+    check_output_path,
+    check_pass_names,
+    make_context,
+    non_negative_int,
+    parse_config,
+    pass_note,
+    positive_int,
+    read_module,
+    split_names,
+    write_module,
+)
+from parpass.instrument import (
+    DumpIR,
+    PassInstrument,
+    PassTimingInstrument,
+    PrintAfterChange,
+    PrintIRAfter,
+    PrintIRBefore,
+)
+from parpass.ir.module import IRModule
+from parpass.transform import Pass, PassContext, PassInfo, Sequential, parse_pipeline
+
+_DESCRIPTION = """\
+Run a pass pipeline on a module file and write the result: in the format the output's
+extension names (.msgpack, .json, .ppir/.txt text), or as text to stdout. Without -p, runs
+the default pipeline (parpass.passes.default_pipeline) of --opt-level.
+
+Pipeline specs: comma-separated registered pass names, options in braces, nested
+Sequentials as seq(...), e.g.
+  -p 'InferType,FoldConstant,seq(EliminateCommonSubexpr,DeadCodeElimination),UnrollLoop{auto_max_step=16}'
+
+IR printing, timing and dumps go to stderr (or DIR), so stdout stays the module.
+
+examples:
+  parpass opt model.msgpack -p FoldConstant,DeadCodeElimination -o out.msgpack
+  parpass opt model.msgpack --time-passes --workers 2 -o out.msgpack
+  parpass opt model.msgpack -p MyPass --load mypasses.py --reproducer crash.repro
+"""
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "opt",
+        help="run a pass pipeline on a module file",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("input", metavar="INPUT", help="module file (.msgpack, .json, or the text format)")
+    parser.add_argument(
+        "-p", "--passes", metavar="SPEC", help="pipeline spec (default: the default pipeline of --opt-level)"
+    )
+    parser.add_argument("-o", "--output", metavar="OUTPUT", help="output file (default: text to stdout)")
+    parser.add_argument(
+        "-O",
+        "--opt-level",
+        type=non_negative_int,
+        default=2,
+        metavar="N",
+        help="PassContext opt_level: a Sequential skips passes above it (default 2)",
+    )
+    parser.add_argument(
+        "--disabled-pass", action="append", default=[], metavar="NAMES", help="passes to skip (comma list)"
+    )
+    parser.add_argument(
+        "--required-pass",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="passes to run whatever their opt_level (comma list)",
+    )
+    add_config_options(parser)
+    parser.add_argument(
+        "--workers", type=positive_int, metavar="N", help="worker processes (config parpass.num_workers); 1: in-process"
+    )
+    parser.add_argument("--time-passes", action="store_true", help="print the pass timing tree on stderr")
+    parser.add_argument("--print-ir-before", action="append", default=[], metavar="NAMES", help="print the IR before these passes")
+    parser.add_argument("--print-ir-after", action="append", default=[], metavar="NAMES", help="print the IR after these passes")
+    parser.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
+    parser.add_argument(
+        "--print-ir-after-change", action="store_true", help="print the IR after every pass that changed it"
+    )
+    parser.add_argument("--dump-ir", metavar="DIR", help="write the IR after every pass to DIR/NNN_<pass>.txt")
+    parser.add_argument(
+        "--reproducer",
+        metavar="FILE",
+        help="on a failure, write a crash reproducer to FILE (re-run it with 'parpass reproduce FILE')",
+    )
+    add_common_options(parser)
+    parser.set_defaults(func=run)
+
+
+class FailureRecorder(PassInstrument):
+    """Remembers the innermost pass that raised and the module it was given (for an in-process reproducer)."""
+
+    def __init__(self) -> None:
+        self.failed: tuple[IRModule, PassInfo, BaseException] | None = None
+
+    def enter_pass_ctx(self) -> None:
+        self.failed = None
+
+    def on_pass_error(self, mod: IRModule, info: PassInfo, error: BaseException) -> None:
+        if self.failed is None:
+            self.failed = (mod.copy(), info, error)
+
+
+def _build_pipeline(args: argparse.Namespace) -> Pass:
+    if args.passes is not None:
+        return parse_pipeline(args.passes)
+    try:
+        from parpass.passes import default_pipeline
+    except ImportError as err:
+        raise UsageError(f"the standard passes cannot be imported ({err}); give a pipeline with -p") from err
+    try:
+        return default_pipeline(args.opt_level)
+    except (KeyError, ValueError) as err:
+        raise UsageError(f"the default pipeline cannot be built: {str(err).splitlines()[0]}") from err
+
+
+def _find_pass(root: Pass, info: PassInfo) -> Pass | None:
+    stack: list[Pass] = [root]
+    while stack:
+        p = stack.pop()
+        if p.info is info:
+            return p
+        if isinstance(p, Sequential):
+            stack.extend(p.passes)
+    return None
+
+
+def _stat(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def write_inprocess_reproducer(
+    path: str,
+    pipeline: Pass,
+    input_mod: IRModule,
+    ctx: PassContext,
+    recorder: FailureRecorder,
+    error: BaseException,
+    message: str,
+) -> None:
+    """A reproducer for a failure in the parent process: the failing pass and the module it was given.
+
+    When the failing pass is not found (a pass built inside another one), the
+    whole pipeline and the input module go in instead.
+    """
+    from parpass.parallel.reproducer import write_reproducer
+    from parpass.transform import get_pass, list_passes
+
+    mod, passes, functions = input_mod, [pipeline], []
+    if recorder.failed is not None:
+        failed_mod, info, _ = recorder.failed
+        p = _find_pass(pipeline, info)
+        if p is None and info.name in list_passes():
+            p = get_pass(info.name)
+        if p is not None:
+            mod, passes = failed_mod, [p]
+            _, func = pass_note(error)
+            from parpass.transform.passes import FunctionLevelPass
+
+            if func is not None and isinstance(p, FunctionLevelPass) and func in failed_mod:
+                functions = [func]
+    write_reproducer(path, mod, passes, ctx.snapshot(), functions, message)
+
+
+def run(args: argparse.Namespace) -> int:
+    pipeline = _build_pipeline(args)
+    config = parse_config(args.config)
+    if args.workers is not None:
+        config["parpass.num_workers"] = args.workers
+    if args.reproducer:
+        config["parpass.reproducer"] = os.path.abspath(args.reproducer)
+    disabled = check_pass_names(split_names(args.disabled_pass), "--disabled-pass", pipeline)
+    required = check_pass_names(split_names(args.required_pass), "--required-pass", pipeline)
+    before = check_pass_names(split_names(args.print_ir_before), "--print-ir-before", pipeline)
+    after = check_pass_names(split_names(args.print_ir_after), "--print-ir-after", pipeline)
+    check_output_path(args.output)
+    if args.reproducer:
+        check_output_path_dir(args.reproducer, "--reproducer")
+    if args.dump_ir and os.path.exists(args.dump_ir) and not os.path.isdir(args.dump_ir):
+        raise UsageError(f"--dump-ir {args.dump_ir}: exists and is not a directory")
+
+    mod = read_module(args.input)
+
+    instruments: list[PassInstrument] = []
+    timing = PassTimingInstrument() if args.time_passes else None
+    if timing is not None:
+        instruments.append(timing)
+    if before:
+        instruments.append(PrintIRBefore(passes=before, file=sys.stderr))
+    if after:
+        instruments.append(PrintIRAfter(passes=after, file=sys.stderr))
+    if args.print_ir_after_all:
+        instruments.append(PrintIRAfter(file=sys.stderr))
+    if args.print_ir_after_change:
+        instruments.append(PrintAfterChange(file=sys.stderr))
+    if args.dump_ir:
+        instruments.append(DumpIR(args.dump_ir))
+    recorder = FailureRecorder() if args.reproducer else None
+    if recorder is not None:
+        instruments.append(recorder)
+
+    ctx = make_context(args.opt_level, required, disabled, instruments, config)
+    repro_before = _stat(args.reproducer) if args.reproducer else None
+    start = time.perf_counter()
+    try:
+        with ctx:
+            out = pipeline(mod)
+    except Exception as err:
+        failure = PassFailure(err)
+        if args.reproducer and recorder is not None and _stat(args.reproducer) == repro_before:
+            try:
+                write_inprocess_reproducer(args.reproducer, pipeline, mod, ctx, recorder, err, str(failure))
+            except Exception as repro_err:  # the failure matters more than its reproducer
+                print(f"parpass: warning: could not write the reproducer: {repro_err}", file=sys.stderr)
+        if args.reproducer and _stat(args.reproducer) != repro_before:
+            print(f"parpass: wrote the reproducer {args.reproducer} (run: parpass reproduce {args.reproducer})", file=sys.stderr)
+        raise failure from err
+    finally:
+        if timing is not None:
+            print(f"pass timing (wall clock, {time.perf_counter() - start:.3f}s in all):", file=sys.stderr)
+            sys.stderr.write(timing.render())
+    write_module(out, args.output)
+    return EXIT_OK
+
+
+def check_output_path_dir(path: str, option: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"{option} {path}: directory {directory} does not exist")

@@ -1,0 +1,457 @@
+"""The ``parpass`` command, run as a user runs it: a subprocess per invocation.
+
+Each command and each error path runs at least once as a subprocess: exit
+status (0 success, 1 a failed pass, 2 a usage error), the one-line
+``parpass: error: ...`` message on stderr, and no traceback unless
+``--traceback`` is given. Variants of an error path already exercised as a
+subprocess call :func:`parpass.cli.main.main` in this process (same code,
+without a second of interpreter start-up each). Modules are small.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import parpass.passes  # noqa: F401  (registers the standard passes in this process too)
+from parpass.cli.main import main
+from parpass.ir import IRModule, load, save, to_bytes
+from parpass.ir.printer import astext
+from parpass.testing import random_module
+from parpass.transform import PassContext, parse_pipeline
+
+USER_PASSES = str(Path(__file__).with_name("cli_user_passes.py"))
+SPEC = "InferType,FoldConstant,DeadCodeElimination"
+
+
+def parpass(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m parpass ARGS`` in ``cwd``; output captured as text."""
+    full_env = dict(os.environ)
+    full_env.pop("CLI_TEST_FAIL", None)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "parpass", *args], cwd=cwd, env=full_env, capture_output=True, text=True, check=False
+    )
+
+
+class Result:
+    """What an in-process ``main(argv)`` call returned and printed (shaped like a CompletedProcess)."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def run_main(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """``run_main(*args, cwd=...)``: ``main(args)`` in this process, in ``cwd``."""
+
+    def call(*args: str, cwd: Path) -> Result:
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return call
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess[str] | Result, *fragments: str) -> str:
+    """Exit status 2, one error line first on stderr holding ``fragments``, no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("parpass: error: "), proc.stderr
+    for fragment in fragments:
+        assert fragment in first, (fragment, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    return first
+
+
+def in_process(spec: str, mod: IRModule) -> bytes:
+    with PassContext(config={"parpass.num_workers": 1}):
+        return to_bytes(parse_pipeline(spec)(mod))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with small module files, a truncated one, a non-IR one and an empty one."""
+    root = tmp_path_factory.mktemp("cli")
+    mod = random_module(12, seed=3)
+    save(mod, root / "m.msgpack")
+    save(mod, root / "m.json")
+    data = (root / "m.msgpack").read_bytes()
+    (root / "truncated.msgpack").write_bytes(data[: len(data) // 2])
+    (root / "garbage.msgpack").write_bytes(b"\x93\x01\x02\x03 this is not parpass IR")
+    (root / "empty.json").write_bytes(b"")
+    return root
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the command itself
+
+
+def test_console_script(tmp_path: Path) -> None:
+    exe = shutil.which("parpass")
+    if exe is None:
+        pytest.skip("the parpass console script is not on PATH (the package is not installed)")
+    proc = subprocess.run([exe, "gen", "-o", "s.msgpack", "--functions", "3"], cwd=tmp_path, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert to_bytes(load(tmp_path / "s.msgpack")) == to_bytes(random_module(3))
+
+
+@pytest.mark.parametrize("command", [None, "bench", "opt", "gen", "show", "reproduce"])
+def test_every_command_has_help(command: str | None, run_main, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_main(*([command, "--help"] if command else ["--help"]), cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"usage: parpass{' ' + command if command else ''}")
+    if command:
+        assert "--traceback" in result.stdout and "--load" in result.stdout and "example" in result.stdout
+
+
+def test_help_and_usage_errors(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    helped = parpass("opt", "--help", cwd=tmp_path)
+    assert helped.returncode == 0 and "--print-ir-after-change" in helped.stdout
+    assert_usage_error(parpass("frobnicate", cwd=tmp_path), "invalid choice: 'frobnicate'")
+    assert_usage_error(run_main(cwd=tmp_path), "no command given", "bench")
+    assert_usage_error(run_main("gen", "--functions", "-3", cwd=tmp_path), "--functions", "non-negative")
+    assert_usage_error(run_main("opt", cwd=tmp_path), "required: INPUT")
+    assert run_main("--version", cwd=tmp_path).stdout.startswith("parpass ")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# gen and show
+
+
+def test_gen_then_show(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    proc = parpass("gen", "-o", "g.msgpack", "--functions", "6", "--prim-funcs", "2", "--seed", "4", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    expected = random_module(6, 2, seed=4)
+    assert to_bytes(load(tmp_path / "g.msgpack")) == to_bytes(expected)
+    shown = parpass("show", "g.msgpack", cwd=tmp_path)
+    assert shown.returncode == 0
+    assert shown.stdout == astext(expected).rstrip("\n") + "\n"
+    one = run_main("show", "g.msgpack", "-f", "main", cwd=tmp_path)
+    assert one.returncode == 0 and one.stdout == astext(expected["main"], name="main").rstrip("\n") + "\n"
+    unknown = run_main("show", "g.msgpack", "-f", "mian", cwd=tmp_path)
+    assert_usage_error(unknown, "g.msgpack: no function named 'mian'", "closest: 'main'")
+
+
+def test_gen_formats(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    text = run_main("gen", "--functions", "2", "--size", "3", cwd=tmp_path)
+    assert text.returncode == 0 and text.stdout == astext(random_module(2, size=3)).rstrip("\n") + "\n"
+    assert run_main("gen", "-o", "g.json", "--functions", "2", cwd=tmp_path).returncode == 0
+    assert to_bytes(load(tmp_path / "g.json")) == to_bytes(random_module(2))
+    assert run_main("gen", "-o", "g.txt", "--functions", "2", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "g.txt").read_text() == astext(random_module(2)).rstrip("\n") + "\n"
+    assert_usage_error(run_main("gen", "-o", "g.docx", cwd=tmp_path), "g.docx", "unsupported output format")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json", "g.txt"]  # no temporary file left behind
+
+
+def test_show_missing_and_truncated_files(files: Path) -> None:
+    assert_usage_error(parpass("show", "missing.msgpack", cwd=files), "missing.msgpack: no such file")
+    assert_usage_error(parpass("show", "truncated.msgpack", cwd=files), "truncated.msgpack", "truncated")
+
+
+@pytest.mark.parametrize(
+    ("name", "fragments"),
+    [
+        ("garbage.msgpack", ["garbage.msgpack"]),
+        ("empty.json", ["empty.json"]),
+        (".", ["is a directory"]),
+        ("m.zip", ["m.zip", "unsupported file format"]),
+    ],
+)
+def test_show_bad_files(files: Path, name: str, fragments: list[str], run_main) -> None:  # type: ignore[no-untyped-def]
+    if name == "m.zip":
+        (files / "m.zip").write_bytes(b"PK")
+    assert_usage_error(run_main("show", name, cwd=files), *fragments)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# opt
+
+
+def test_opt_writes_what_the_pipeline_computes(files: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.msgpack"
+    proc = parpass("opt", str(files / "m.msgpack"), "-p", SPEC, "-o", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and proc.stderr == ""
+    expected = in_process(SPEC, load(files / "m.msgpack"))  # type: ignore[arg-type]
+    assert to_bytes(load(out)) == expected
+    assert [p.name for p in tmp_path.iterdir()] == ["out.msgpack"]  # no temporary file left behind
+
+
+def test_opt_text_to_stdout_from_json_input_with_workers(files: Path) -> None:
+    proc = parpass("opt", "m.json", "-p", SPEC, "--workers", "2", "--config", "parpass.parallel=always", cwd=files)
+    assert proc.returncode == 0, proc.stderr
+    from parpass.ir.serialization import from_bytes
+
+    expected = from_bytes(in_process(SPEC, load(files / "m.json")))  # type: ignore[arg-type]
+    assert proc.stdout == astext(expected).rstrip("\n") + "\n"
+
+
+def test_opt_unknown_pass(files: Path) -> None:
+    proc = parpass("opt", "m.msgpack", "-p", "InferType,FoldConstnt", cwd=files)
+    first = assert_usage_error(proc, "column 11", "unknown pass 'FoldConstnt'", "closest: 'FoldConstant'")
+    assert first.startswith("parpass: error: pipeline spec, column 11:")
+    lines = proc.stderr.splitlines()
+    assert lines[1] == "  InferType,FoldConstnt" and lines[2] == "  " + " " * 10 + "^"
+
+
+def test_opt_bad_pass_options(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    wrong = parpass("opt", "m.msgpack", "-p", "TagModule{count=two}", "--load", USER_PASSES, cwd=files)
+    assert_usage_error(wrong, "column 17", "option 'count' of pass 'TagModule' expects int, got str two")
+    unknown = run_main("opt", "m.msgpack", "-p", "TagModule{cout=2}", "--load", USER_PASSES, cwd=files)
+    assert_usage_error(unknown, "has no option 'cout'", "closest: 'count'")
+    no_options = run_main("opt", "m.msgpack", "-p", "FoldConstant{level=1}", cwd=files)
+    assert_usage_error(no_options, "pass 'FoldConstant' takes no options")
+
+
+def test_opt_user_pass_with_options(files: Path, tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    spec = "TagModule{tag=seen count=7},FoldConstant"
+    result = run_main("opt", str(files / "m.msgpack"), "-p", spec, "--load", USER_PASSES, "-o", "o.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = load(tmp_path / "o.json")
+    assert isinstance(out, IRModule) and out.attrs["seen"] == 7
+
+
+def test_opt_bad_config(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    wrong_type = parpass("opt", "m.msgpack", "-p", SPEC, "--config", "parpass.num_workers=two", cwd=files)
+    assert_usage_error(wrong_type, "--config parpass.num_workers=two", "expects int", "str 'two'")
+    struct = run_main("opt", "m.msgpack", "-p", SPEC, "--config", 'tir.UnrollLoop={"auto_max_step": "x"}', cwd=files)
+    assert_usage_error(struct, "tir.UnrollLoop", "auto_max_step")
+    unknown = run_main("opt", "m.msgpack", "-p", SPEC, "--config", "parpass.num_worker=2", cwd=files)
+    assert_usage_error(unknown, "no config option named 'parpass.num_worker'", "'parpass.num_workers'")
+    no_value = run_main("opt", "m.msgpack", "-p", SPEC, "--config", "parpass.timeout", cwd=files)
+    assert_usage_error(no_value, "expected KEY=VALUE")
+    assert run_main("opt", "m.msgpack", "-p", SPEC, "--config", "parpass.parallel=never", cwd=files).returncode == 0
+
+
+def test_opt_unknown_pass_names_in_options(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    proc = run_main("opt", "m.msgpack", "-p", SPEC, "--disabled-pass", "FoldConstant,DeadCode", cwd=files)
+    assert_usage_error(proc, "--disabled-pass: unknown pass 'DeadCode'", "'DeadCodeElimination'")
+    proc = run_main("opt", "m.msgpack", "-p", SPEC, "--print-ir-after", "Inferr", cwd=files)
+    assert_usage_error(proc, "--print-ir-after: unknown pass 'Inferr'", "'InferType'")
+
+
+def test_opt_unreadable_inputs_and_outputs(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    assert_usage_error(run_main("opt", "nope.msgpack", "-p", SPEC, cwd=files), "nope.msgpack: no such file")
+    assert_usage_error(run_main("opt", "truncated.msgpack", "-p", SPEC, cwd=files), "truncated.msgpack", "truncated")
+    bad_dir = run_main("opt", "m.msgpack", "-p", SPEC, "-o", "no/such/dir/o.msgpack", cwd=files)
+    assert_usage_error(bad_dir, "no/such/dir")
+    bad_ext = run_main("opt", "m.msgpack", "-p", SPEC, "-o", "o.exe", cwd=files)
+    assert_usage_error(bad_ext, "o.exe", "unsupported output format")
+
+
+def test_opt_failing_pass(files: Path, tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "out.msgpack").write_bytes(b"previous content")
+    args = ["opt", str(files / "m.msgpack"), "-p", "InferType,FailOnMain", "--load", USER_PASSES, "-o", "out.msgpack"]
+    proc = parpass(*args, "--reproducer", "repro.bin", "--workers", "1", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "parpass: error: pass 'FailOnMain' failed on function 'main': ValueError: boom on main" in lines
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "out.msgpack").read_bytes() == b"previous content"  # the output was not touched
+    assert (tmp_path / "repro.bin").exists() and "wrote the reproducer repro.bin" in proc.stderr
+
+    again = parpass("reproduce", "repro.bin", "--load", USER_PASSES, cwd=tmp_path)
+    assert again.returncode == 1, again.stderr
+    assert "passes:    FailOnMain" in again.stdout and "functions: main" in again.stdout
+    assert "reproduced: pass 'FailOnMain' failed on function 'main': ValueError: boom on main" in again.stdout
+
+    traced = run_main(*args, "--workers", "1", "--traceback", cwd=tmp_path)
+    assert traced.returncode == 1
+    assert "Traceback (most recent call last)" in traced.stderr and "boom on main" in traced.stderr
+    assert traced.stderr.splitlines()[-1].startswith("parpass: error: pass 'FailOnMain' failed on function 'main'")
+
+
+def test_worker_crash_is_reported_and_reproduced(files: Path, tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    proc = parpass(
+        "opt",
+        str(files / "m.msgpack"),
+        "-p",
+        "CrashOnMain",
+        "--load",
+        USER_PASSES,
+        "--workers",
+        "2",
+        "--config",
+        "parpass.parallel=always",
+        "--reproducer",
+        "crash.repro",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    error = [line for line in proc.stderr.splitlines() if line.startswith("parpass: error:")]
+    assert len(error) == 1 and "worker process died" in error[0] and "'CrashOnMain'" in error[0]
+    assert "'main'" in error[0]
+    assert (tmp_path / "crash.repro").exists()
+
+    again = parpass("reproduce", "crash.repro", "--load", USER_PASSES, cwd=tmp_path)
+    assert again.returncode == 1, again.stderr
+    assert "reproduced: the process running the passes exited with status 3" in again.stdout
+    assert "functions: main" in again.stdout
+
+    without_load = run_main("reproduce", "crash.repro", cwd=tmp_path)
+    assert_usage_error(without_load, "crash.repro", "--load")
+
+
+def test_reproducer_that_no_longer_fails(files: Path, tmp_path: Path) -> None:
+    args = ["opt", str(files / "m.msgpack"), "-p", "FailIfEnv", "--load", USER_PASSES, "--reproducer", "r.bin"]
+    proc = parpass(*args, cwd=tmp_path, env={"CLI_TEST_FAIL": "1"})
+    assert proc.returncode == 1 and "failing because CLI_TEST_FAIL=1" in proc.stderr
+    fixed = parpass("reproduce", "r.bin", "--load", USER_PASSES, cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    assert "not reproduced" in fixed.stdout
+
+
+def test_reproduce_bad_files(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    assert_usage_error(parpass("reproduce", "m.msgpack", cwd=files), "m.msgpack", "not a parpass reproducer")
+    assert_usage_error(run_main("reproduce", "gone.repro", cwd=files), "gone.repro: no such file")
+
+
+def test_opt_instruments(files: Path, tmp_path: Path) -> None:
+    proc = parpass(
+        "opt",
+        str(files / "m.msgpack"),
+        "-p",
+        SPEC,
+        "-o",
+        "o.msgpack",
+        "--time-passes",
+        "--print-ir-before=InferType",
+        "--print-ir-after=FoldConstant",
+        "--print-ir-after-change",
+        "--dump-ir",
+        "dumps",
+        "--disabled-pass",
+        "DeadCodeElimination",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr
+    assert "Print IR before: InferType" in err and "Print IR after: FoldConstant" in err
+    assert "Print IR after: InferType" not in err
+    assert "*** IR Dump At Start ***" in err and "*** IR Dump After FoldConstant" in err
+    assert "pass timing" in err and "\tInferType: " in err and "\tFoldConstant: " in err
+    assert "DeadCodeElimination" not in err  # disabled
+    dumps = sorted(p.name for p in (tmp_path / "dumps").iterdir())
+    assert dumps == ["000_InferType.txt", "001_FoldConstant.txt", "002_sequential.txt"]
+    assert proc.stdout == ""
+
+
+def test_opt_print_ir_after_all_and_levels(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    every = run_main("opt", "m.msgpack", "-p", "InferType,FoldConstant", "--print-ir-after-all", cwd=files)
+    assert every.returncode == 0
+    assert "Print IR after: InferType" in every.stderr and "Print IR after: FoldConstant" in every.stderr
+    # FoldConstant has opt_level 2: at -O1 it is skipped unless required.
+    skipped = run_main("opt", "m.msgpack", "-p", "FoldConstant", "-O", "1", "--time-passes", cwd=files)
+    assert skipped.returncode == 0 and "FoldConstant" not in skipped.stderr
+    required = run_main(
+        "opt", "m.msgpack", "-p", "FoldConstant", "-O", "1", "--required-pass", "FoldConstant", "--time-passes", cwd=files
+    )
+    assert required.returncode == 0 and "\tFoldConstant: " in required.stderr
+
+
+def test_opt_default_pipeline(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    from parpass.passes import default_pipeline
+
+    result = run_main("opt", "m.msgpack", "-O", "1", "-o", "default.msgpack", cwd=files)
+    assert result.returncode == 0, result.stderr
+    with PassContext(opt_level=1, config={"parpass.num_workers": 1}):
+        expected = to_bytes(default_pipeline(1)(load(files / "m.msgpack")))  # type: ignore[arg-type]
+    assert to_bytes(load(files / "default.msgpack")) == expected
+
+
+def test_load_errors(tmp_path: Path, files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "broken_passes.py").write_text("raise RuntimeError('cannot import me')\n")
+    broken = parpass("opt", str(files / "m.msgpack"), "-p", SPEC, "--load", "broken_passes.py", cwd=tmp_path)
+    assert_usage_error(broken, "--load broken_passes.py", "RuntimeError: cannot import me")
+    missing = run_main("opt", str(files / "m.msgpack"), "-p", SPEC, "--load", "nothere.py", cwd=tmp_path)
+    assert_usage_error(missing, "--load nothere.py: no such file")
+    module = run_main("opt", str(files / "m.msgpack"), "-p", SPEC, "--load", "no_such_module_xyz", cwd=tmp_path)
+    assert_usage_error(module, "--load no_such_module_xyz: no such file or importable module")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# bench
+
+
+def test_bench_tiny_with_json(tmp_path: Path) -> None:
+    proc = parpass("bench", "--functions", "30", "--repeat", "1", "--json", "b.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # no progress bar when stderr is not a terminal
+    out = proc.stdout
+    from parpass.passes import PIPELINE_PASSES
+
+    for name in PIPELINE_PASSES:
+        assert f"\n{name} " in out, name
+    assert "\ntotal " in out and "speedup" in out and "efficiency" in out
+    assert "parent overhead per function" in out and "outputs byte-identical to the in-process run: yes" in out
+    figures = json.loads((tmp_path / "b.json").read_text())
+    assert figures["identical"] is True and figures["repeat"] == 1
+    assert figures["module"]["num_functions"] == 45
+    assert len(figures["runs"]) == 1 + len(figures["worker_counts"])
+    names = [row["name"] for row in figures["summary"]["rows"]]
+    assert names == list(PIPELINE_PASSES)
+    for row in figures["summary"]["rows"]:
+        assert row["seconds"]["1"] > 0
+
+
+def test_bench_worker_list_and_pipeline(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    proc = parpass(
+        "bench", "--functions", "12", "--workers", "1,2", "--pipeline", "seq(InferType,FoldConstant)", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "\nsequential " in proc.stdout and "\n  InferType " in proc.stdout and "2 workers" in proc.stdout
+    assert_usage_error(run_main("bench", "--workers", "2,zero", cwd=tmp_path), "--workers", "'zero'")
+    assert_usage_error(run_main("bench", "--pipeline", "Nope", cwd=tmp_path), "unknown pass 'Nope'")
+    reserved = run_main("bench", "--config", "parpass.num_workers=2", cwd=tmp_path)
+    assert_usage_error(reserved, "parpass.num_workers", "--workers")
+
+
+def test_bench_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    pty = pytest.importorskip("pty")
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "parpass", "bench", "--functions", "8", "--pipeline", "InferType,FoldConstant"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+        )
+        os.close(slave)
+        stdout, _ = proc.communicate()
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the terminal closed
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0
+    assert b"\r[" in shown and b"in-process: FoldConstant" in shown and b"2 workers: InferType" in shown
+    assert shown.endswith(b"\r\x1b[K")  # the bar is erased at the end
+    assert b"\r" not in stdout  # the table itself has no bar in it
+
+
+def test_bench_plot(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        result = run_main("bench", "--functions", "8", "--plot", "s.png", cwd=tmp_path)
+        assert_usage_error(result, "--plot needs matplotlib", "pip install 'parpass[plot]'")
+        assert not (tmp_path / "s.png").exists()
+        return
+    proc = parpass("bench", "--functions", "8", "--workers", "2", "--plot", "s.png", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
