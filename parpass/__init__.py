@@ -1,6 +1,6 @@
 """parpass: a TVM-style pass infrastructure whose function-level passes run on every core."""
 
-from parpass import instrument, parallel, transform
+from parpass import instrument, parallel, passes, transform
 from parpass.instrument import (
     DumpIR,
     PassInstrument,

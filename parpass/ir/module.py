@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Union
+from typing import Any, Union
 
 from parpass.errors import ReadOnlyModuleError, not_found
 from parpass.ir.node import AttrValue, BaseFunc, GlobalVar
 
 FuncKey = Union[str, GlobalVar]
+#: What the constructor accepts: names or GlobalVars as keys (Any so that ``dict[str, Function]`` type-checks).
+_FunctionsArg = Union[Mapping[Any, BaseFunc], Iterable[tuple[Any, BaseFunc]]]
 
 
 class _Slot:
@@ -107,7 +109,7 @@ class IRModule:
 
     def __init__(
         self,
-        functions: Mapping[FuncKey, BaseFunc] | Iterable[tuple[FuncKey, BaseFunc]] | None = None,
+        functions: _FunctionsArg | None = None,
         attrs: Mapping[str, AttrValue] | None = None,
     ) -> None:
         self._slots: dict[str, _Slot] = {}
@@ -267,10 +269,13 @@ class IRModule:
         """Function ``key`` as msgpack bytes; cached, so shipping it twice encodes it once."""
         return self._slot(key).encoded()
 
-    def set_encoded_function(self, key: FuncKey, data: bytes) -> None:
-        """Set function ``key`` from msgpack bytes, decoded only when first read."""
+    def set_encoded_function(self, key: FuncKey, data: bytes, func: BaseFunc | None = None) -> None:
+        """Set function ``key`` from msgpack bytes, decoded only when first read.
+
+        ``func``, if given, is the function ``data`` decodes to (already decoded by the caller).
+        """
         self._check_writable()
-        self._slots[_name_of(key)] = _Slot(None, data)
+        self._slots[_name_of(key)] = _Slot(func, data)
 
     def kind_and_attrs(self, key: FuncKey) -> tuple[type[BaseFunc], Mapping[str, AttrValue]]:
         """The class and the attributes of function ``key``, without decoding its body.

@@ -182,11 +182,13 @@ def _quote_word(text: str) -> str:
     return _quote(text)
 
 
+@functools.lru_cache(maxsize=65536)
 def _fmt_name(name: str) -> str:
     """A variable or global name as written after its sigil."""
     return name if _NAME_RE.match(name) else _quote(name)
 
 
+@functools.lru_cache(maxsize=4096)
 def _fmt_ident(text: str) -> str:
     """An op name or dtype: bare when it is a plain identifier, else a JSON string."""
     return text if _IDENT_RE.match(text) and text not in KEYWORDS else _quote(text)

@@ -54,7 +54,9 @@ def run_main(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     def call(*args: str, cwd: Path) -> Result:
         monkeypatch.chdir(cwd)
         capsys.readouterr()
+        print("DBG before", sys.stderr is sys.__stderr__, type(sys.stderr).__name__, file=sys.__stdout__)
         code = main(list(args))
+        print("DBG after", sys.stderr, file=sys.__stdout__)
         captured = capsys.readouterr()
         return Result(code, captured.out, captured.err)
 

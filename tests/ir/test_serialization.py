@@ -153,10 +153,20 @@ def test_decode_function_rejects_other_bytes() -> None:
         decode_function(msgspec.msgpack.encode(["Nope", 1]))
 
 
-def test_module_round_trip_is_lazy_and_byte_identical() -> None:
+def test_validated_round_trip_keeps_decoded_functions_and_bytes() -> None:
     mod = hand_module()
     data = to_bytes(mod)
     back = from_bytes(data)
+    assert isinstance(back, IRModule)
+    assert back.is_decoded("main") and back.is_decoded("helper")  # validation decoded them once; kept
+    assert to_bytes(back) == data
+    assert_structural_equal(back, mod)
+
+
+def test_module_round_trip_is_lazy_and_byte_identical() -> None:
+    mod = hand_module()
+    data = to_bytes(mod)
+    back = from_bytes(data, validate=False)
     assert isinstance(back, IRModule)
     assert back.names() == ["main", "helper"]
     assert dict(back.attrs) == {"target": "llvm", "n": 3}
