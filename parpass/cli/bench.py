@@ -117,13 +117,15 @@ def add_parser(subparsers: Any) -> None:
 
 @dataclass
 class Run:
-    """One timed run of the pipeline."""
+    """One timed configuration: the pipeline pass by pass (instrumented), then as users run it (fused)."""
 
     workers: int
     wall: float
     rows: dict[tuple[str, ...], float]
     depths: dict[tuple[str, ...], int]
     waves: list[dict[str, Any]]
+    fused_wall: float = 0.0
+    fused_waves: list[dict[str, Any]] = field(default_factory=list)
     identical: bool = True
 
 
@@ -162,7 +164,7 @@ def timing_rows(roots: Sequence[PassTiming], seq_names: set[str]) -> list[tuple[
         for child in children:
             n = seen.get(child.name, 0)
             seen[child.name] = n + 1
-            keyed.append((prefix + (f"{child.name}#{n}",), depth, child))
+            keyed.append(((*prefix, f"{child.name}#{n}"), depth, child))
         stack.extend(reversed(keyed))
 
     if len(roots) == 1 and roots[0].name in seq_names:  # the pipeline itself: its total is the "total" row
@@ -227,14 +229,13 @@ class Bench:
         with self.context(workers, [], **{"parpass.parallel": "always"}):
             self.pipeline(mod)
 
-    def run(self, workers: int, progress: PassInstrument | None) -> Run:
+    def _timed(self, workers: int, instruments: list[PassInstrument]) -> tuple[float, list[dict[str, Any]], bool]:
+        """Wall time, executor waves, and whether the output is byte-identical to the first run's."""
         from parpass.ir.serialization import from_bytes, to_bytes
         from parpass.parallel import executor
 
-        mod = from_bytes(self.data)
+        mod = from_bytes(self.data)  # a fresh module holding its functions as bytes, as if read from a file
         assert isinstance(mod, IRModule)
-        timing = PassTimingInstrument()
-        instruments: list[PassInstrument] = [timing] if progress is None else [timing, progress]
         ctx = self.context(workers, instruments)
         marker = executor.history[-1] if executor.history else None
         start = time.perf_counter()
@@ -242,16 +243,23 @@ class Bench:
             out = self.pipeline(mod)
         wall = time.perf_counter() - start
         waves = [_wave_dict(w) for w in _new_waves(marker)]
+        data = to_bytes(out)
+        if self.reference is None:
+            self.reference = data
+        return wall, waves, data == self.reference
+
+    def run(self, workers: int, progress: PassInstrument | None, bar: ProgressBar | None = None) -> Run:
+        """The pipeline pass by pass under a timing instrument, then without instruments (fused)."""
+        timing = PassTimingInstrument()
+        instruments: list[PassInstrument] = [timing] if progress is None else [timing, progress]
+        wall, waves, same = self._timed(workers, instruments)
         table = timing_rows(timing.timings, self.seq_names)
         rows = {key: seconds for key, _, seconds in table}
         depths = {key: depth for key, depth, _ in table}
-        data = to_bytes(out)
-        identical = True
-        if self.reference is None:
-            self.reference = data
-        else:
-            identical = data == self.reference
-        return Run(workers, wall, rows, depths, waves, identical)
+        if bar is not None:
+            bar.set_label(f"{'in-process' if workers == 1 else f'{workers} workers'}: the pipeline without instruments")
+        fused_wall, fused_waves, fused_same = self._timed(workers, [])
+        return Run(workers, wall, rows, depths, waves, fused_wall, fused_waves, same and fused_same)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -309,23 +317,28 @@ def summarize(
         }
         entry["where"] = _where(name, runs, [c for c in configs if c != 1], name in seq_names, leaf_kinds)
         rows.append(entry)
-    totals = {c: _median([r.wall for r in runs if r.workers == c]) for c in configs}
     overhead = {}
     for c in configs:
         if c == 1:
             continue
-        values = [v for r in runs if r.workers == c for v in [_overhead_per_function(r.waves)] if v is not None]
+        values = [v for r in runs if r.workers == c for v in [_overhead_per_function([*r.waves, *r.fused_waves])] if v]
         overhead[str(c)] = _median(values) if values else None
     return {
         "rows": rows,
-        "total": {
-            "seconds": {str(c): totals[c] for c in configs},
-            "speedup": {str(c): totals[1] / totals[c] if totals[c] > 0 else None for c in configs if c != 1},
-            "efficiency": {
-                str(c): totals[1] / totals[c] / min(c, cores) if totals[c] > 0 else None for c in configs if c != 1
-            },
-        },
+        "total": _total(runs, configs, cores, "wall"),
+        "total_fused": _total(runs, configs, cores, "fused_wall"),
         "parent_overhead_per_function": overhead,
+    }
+
+
+def _total(runs: Sequence[Run], configs: Sequence[int], cores: int, attr: str) -> dict[str, Any]:
+    totals = {c: _median([getattr(r, attr) for r in runs if r.workers == c]) for c in configs}
+    return {
+        "seconds": {str(c): totals[c] for c in configs},
+        "speedup": {str(c): totals[1] / totals[c] if totals[c] > 0 else None for c in configs if c != 1},
+        "efficiency": {
+            str(c): totals[1] / totals[c] / min(c, cores) if totals[c] > 0 else None for c in configs if c != 1
+        },
     }
 
 
@@ -376,11 +389,18 @@ def render_table(summary: dict[str, Any], counts: Sequence[int], cores: int) -> 
         if row["where"]:
             notes.append(f"  {row['name']}: {row['where']}")
         body.append(cells)
-    total = summary["total"]["seconds"]
-    cells = ["total", _fmt_time(total["1"])]
-    for c in configs:
-        cells += [_fmt_time(total[str(c)]), _fmt_speedup(total["1"], total[str(c)]), _fmt_eff(total["1"], total[str(c)], min(c, cores))]
-    widths = [max(len(r[i]) for r in [header, *body, cells]) for i in range(len(header))]
+    totals = []
+    for label, key in (("total, pass by pass", "total"), ("total, fused (no instruments)", "total_fused")):
+        total = summary[key]["seconds"]
+        cells = [label, _fmt_time(total["1"])]
+        for c in configs:
+            cells += [
+                _fmt_time(total[str(c)]),
+                _fmt_speedup(total["1"], total[str(c)]),
+                _fmt_eff(total["1"], total[str(c)], min(c, cores)),
+            ]
+        totals.append(cells)
+    widths = [max(len(r[i]) for r in [header, *body, *totals]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
         return "  ".join(
@@ -388,7 +408,7 @@ def render_table(summary: dict[str, Any], counts: Sequence[int], cores: int) -> 
         ).rstrip()
 
     rule = "-" * len(line(header))
-    out = [line(header), rule, *(line(r) for r in body), rule, line(cells)]
+    out = [line(header), rule, *(line(r) for r in body), rule, *(line(r) for r in totals)]
     if notes:
         out += ["", "passes that ran in-process in the parallel runs:", *notes]
     return "\n".join(out)
@@ -427,18 +447,19 @@ def plot(path: str, summary: dict[str, Any], counts: Sequence[int], cores: int, 
     import matplotlib.pyplot as plt
 
     configs = [c for c in counts if c != 1]
-    labels = [("  " * r["depth"]) + r["name"] for r in summary["rows"]] + ["total"]
+    labels = [r["name"] for r in summary["rows"]] + ["total", "total (fused)"]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(labels) + 2), 4.5))
     width = 0.8 / max(len(configs), 1)
     for i, c in enumerate(configs):
         values = [r["speedup"].get(str(c)) or 0.0 for r in summary["rows"]]
         values.append(summary["total"]["speedup"].get(str(c)) or 0.0)
+        values.append(summary["total_fused"]["speedup"].get(str(c)) or 0.0)
         xs = [x + (i - (len(configs) - 1) / 2) * width for x in range(len(labels))]
         ax.bar(xs, values, width, label=f"{c} workers")
         ax.axhline(min(c, cores), color="grey", linewidth=0.8, linestyle="--")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels([label.strip() for label in labels], rotation=45, ha="right")
+    ax.set_xticklabels(labels, rotation=45, ha="right")
     ax.set_ylabel("speedup over in-process")
     ax.set_title(title)
     ax.legend()
@@ -509,7 +530,7 @@ def run(args: argparse.Namespace) -> int:
                 where = "in-process" if c == 1 else f"{c} workers"
                 rep = f" run {r + 1}/{args.repeat}" if args.repeat > 1 else ""
                 progress = ProgressInstrument(bar, leaves, prefix=f"{where}{rep}: ") if bar.enabled else None
-                runs.append(bench.run(c, progress))
+                runs.append(bench.run(c, progress, bar if bar.enabled else None))
     finally:
         bar.close()
 
@@ -523,7 +544,7 @@ def run(args: argparse.Namespace) -> int:
     identical = all(r.identical for r in runs)
     mismatched = sorted({r.workers for r in runs if not r.identical})
     if identical:
-        out.write(f"outputs byte-identical to the in-process run: yes ({len(runs)} runs)\n")
+        out.write(f"outputs byte-identical to the in-process run: yes ({2 * len(runs)} runs)\n")
     out.write(f"wall time of the benchmark: {time.perf_counter() - started:.1f}s\n")
     out.flush()
 
@@ -548,9 +569,11 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "workers": r.workers,
                     "wall": r.wall,
+                    "fused_wall": r.fused_wall,
                     "identical": r.identical,
                     "passes": [{"path": list(k), "seconds": s} for k, s in r.rows.items()],
                     "waves": r.waves,
+                    "fused_waves": r.fused_waves,
                 }
                 for r in runs
             ],

@@ -189,7 +189,9 @@ def load_user_code(items: Sequence[str] | None) -> None:
                 raise UsageError(f"--load {item}: no such file or importable module") from err
             raise UsageError(f"--load {item}: {type(err).__name__}: {err}") from err
         except Exception as err:
-            raise UsageError(f"--load {item}: importing it raised {type(err).__name__}: {first_line(str(err))}") from err
+            raise UsageError(
+                f"--load {item}: importing it raised {type(err).__name__}: {first_line(str(err))}"
+            ) from err
 
 
 def _load_file(item: str, path: Path) -> None:
@@ -309,7 +311,7 @@ def atomic_output(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an output file gets the usual permissions
-        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as handle:
+        with open(fd, mode, encoding=None if "b" in mode else "utf-8") as handle:
             yield handle
         os.replace(tmp, target)
     except BaseException:

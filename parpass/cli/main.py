@@ -46,7 +46,7 @@ def _report(err: BaseException, show_traceback: bool) -> None:
     if show_traceback:
         traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
     text = str(err)
-    head, _, rest = text.partition("\n")
+    head = text.partition("\n")[0]
     print(error_line(head), file=sys.stderr)
     caret = getattr(err, "caret", None) or getattr(getattr(err, "__cause__", None), "caret", None)
     if isinstance(caret, str):

@@ -89,8 +89,12 @@ def add_parser(subparsers: Any) -> None:
         "--workers", type=positive_int, metavar="N", help="worker processes (config parpass.num_workers); 1: in-process"
     )
     parser.add_argument("--time-passes", action="store_true", help="print the pass timing tree on stderr")
-    parser.add_argument("--print-ir-before", action="append", default=[], metavar="NAMES", help="print the IR before these passes")
-    parser.add_argument("--print-ir-after", action="append", default=[], metavar="NAMES", help="print the IR after these passes")
+    parser.add_argument(
+        "--print-ir-before", action="append", default=[], metavar="NAMES", help="print the IR before these passes"
+    )
+    parser.add_argument(
+        "--print-ir-after", action="append", default=[], metavar="NAMES", help="print the IR after these passes"
+    )
     parser.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
     parser.add_argument(
         "--print-ir-after-change", action="store_true", help="print the IR after every pass that changed it"
@@ -235,7 +239,10 @@ def run(args: argparse.Namespace) -> int:
             except Exception as repro_err:  # the failure matters more than its reproducer
                 print(f"parpass: warning: could not write the reproducer: {repro_err}", file=sys.stderr)
         if args.reproducer and _stat(args.reproducer) != repro_before:
-            print(f"parpass: wrote the reproducer {args.reproducer} (run: parpass reproduce {args.reproducer})", file=sys.stderr)
+            print(
+                f"parpass: wrote the reproducer {args.reproducer} (run: parpass reproduce {args.reproducer})",
+                file=sys.stderr,
+            )
         raise failure from err
     finally:
         if timing is not None:

@@ -47,6 +47,10 @@ class Backend(Protocol):
         """Run ``fn(*args)`` on a pool of ``num_workers`` workers (resizing it if needed)."""
         ...
 
+    def warm(self, num_workers: int) -> None:
+        """Start ``num_workers`` workers and load parpass in each (a no-op when already done)."""
+        ...
+
     def worker_pids(self) -> list[int]:
         """Pids of the live workers (for tests and diagnostics)."""
         ...
@@ -67,6 +71,7 @@ class LokyBackend:
         self._idle_timeout = idle_timeout
         self._executor: Any = None
         self._size = 0
+        self._warm = False
         self._lock = threading.Lock()
 
     def _get(self, num_workers: int) -> Any:
@@ -78,10 +83,21 @@ class LokyBackend:
                     max_workers=num_workers, timeout=self._idle_timeout, initializer=_mark_worker
                 )
                 self._size = num_workers
+                self._warm = False
             return self._executor
 
     def submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
         return self._get(num_workers).submit(fn, *args)  # type: ignore[no-any-return]
+
+    def warm(self, num_workers: int) -> None:
+        if self._executor is not None and self._size == num_workers and self._warm:
+            return
+        from parpass.parallel.worker import warm_up
+
+        executor = self._get(num_workers)
+        for future in [executor.submit(warm_up, 0.05) for _ in range(num_workers)]:
+            future.result()
+        self._warm = True
 
     def worker_pids(self) -> list[int]:
         executor = self._executor
@@ -92,13 +108,13 @@ class LokyBackend:
 
     def kill(self) -> None:
         with self._lock:
-            executor, self._executor, self._size = self._executor, None, 0
+            executor, self._executor, self._size, self._warm = self._executor, None, 0, False
         if executor is not None:
             executor.shutdown(wait=True, kill_workers=True)
 
     def shutdown(self) -> None:
         with self._lock:
-            executor, self._executor, self._size = self._executor, None, 0
+            executor, self._executor, self._size, self._warm = self._executor, None, 0, False
         if executor is not None:
             executor.shutdown(wait=True)
 

@@ -11,6 +11,7 @@ in-process.
 
 from __future__ import annotations
 
+import statistics
 import threading
 from collections.abc import Sequence
 
@@ -24,6 +25,8 @@ DEFAULT_SHIP_RATE = 1e-9
 CHUNKS_PER_WORKER = 4
 #: Smoothing of the running estimates (weight of the newest measurement).
 _ALPHA = 0.5
+#: Waves whose overhead the estimate is the median of.
+_SAMPLES = 5
 
 
 class CostModel:
@@ -32,6 +35,7 @@ class CostModel:
     def __init__(self) -> None:
         self._rates: dict[tuple[str, ...], float] = {}
         self.overhead = DEFAULT_OVERHEAD
+        self._overheads: list[float] = []
         self.ship_rate = DEFAULT_SHIP_RATE
         self._lock = threading.Lock()
 
@@ -66,10 +70,16 @@ class CostModel:
                 self._rates[(name,)] = max(rate - known, 0.0) / len(missing)
 
     def record_wave(self, wall: float, busy: float, workers: int, nbytes: int) -> None:
-        """Fold in a parallel wave: ``wall`` seconds in the parent for ``busy`` seconds of worker time."""
-        overhead = max(wall - busy / max(workers, 1), 0.0)
+        """Fold in a parallel wave: ``wall`` seconds in the parent for ``busy`` seconds of worker time.
+
+        The overhead estimate is the median of the last few waves, so that one wave
+        slowed down by another program does not turn parallel runs off.
+        """
+        sample = max(wall - busy / max(workers, 1), 0.0)
         with self._lock:
-            self.overhead = (1 - _ALPHA) * self.overhead + _ALPHA * overhead
+            self._overheads.append(sample)
+            del self._overheads[:-_SAMPLES]
+            self.overhead = statistics.median(self._overheads)
 
     def inline_seconds(self, chain: Sequence[str], nbytes: int) -> float:
         return self.rate(chain) * nbytes

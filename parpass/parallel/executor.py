@@ -149,6 +149,8 @@ class ParallelExecutor:
         sizes: list[int],
         encode_seconds: float,
     ) -> IRModule:
+        backend = backend_mod.get_backend()
+        backend.warm(cfg.num_workers)  # pool start-up is not part of any wave's cost
         start = time.perf_counter()
         names = tuple(p.info.name for p in passes)
         all_names = mod.names()
@@ -165,7 +167,6 @@ class ParallelExecutor:
         )
         chunks = [[position[targets[i]] for i in chunk] for chunk in plan_chunks(sizes, cfg.num_workers)]
         progress = ProgressSlots.create(len(chunks))
-        backend = backend_mod.get_backend()
         results: list[ChunkResult] = []
         setup = time.perf_counter() - start
         try:

@@ -214,10 +214,16 @@ def _task_error(stage: int, index: int, err: BaseException) -> TaskError:
     return TaskError(stage, index, _pickled(err), type(err).__qualname__, str(err), text)
 
 
-def warm_up() -> int:
-    """A no-op task that imports this module, so a fresh pool's first wave does not pay for imports."""
+def warm_up(pause: float = 0.0) -> int:
+    """A task that loads parpass in a worker (so a fresh pool's first wave does not pay for imports).
+
+    ``pause`` keeps the worker busy a moment, so that each of several warm-up tasks lands on its own worker.
+    """
     import os
 
+    import parpass  # noqa: F401  (the standard passes and options a pass may look up)
+
+    time.sleep(pause)
     return os.getpid()
 
 

@@ -17,7 +17,9 @@ A word value means: ``true``/``false`` a bool, ``none`` None, an integer
 literal an int, a float literal (``1.5``, ``1e-3``, ``inf``, ``nan``) a float,
 anything else the string itself. A quoted value is always a string.
 
-Example: ``FoldConstant,seq(EliminateCommonSubexpr,DeadCodeElimination),UnrollLoop{auto_max_step=16 explicit_unroll=false}``.
+Example::
+
+    FoldConstant,seq(EliminateCommonSubexpr,DeadCodeElimination),UnrollLoop{auto_max_step=16 explicit_unroll=false}
 
 The options of a pass are keyword arguments of the factory it is registered
 with (see :func:`~parpass.transform.register_pass`); they are checked against
@@ -36,6 +38,7 @@ offending place and, for an unknown pass or option, names the closest ones.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import math
@@ -193,7 +196,8 @@ def _seq_options(p: Sequential) -> list[tuple[str, Any]]:
     info = p.info
     if info.required:
         raise ValueError(
-            f"Sequential {info.name!r} has required passes {list(info.required)!r}, which a pipeline spec cannot express"
+            f"Sequential {info.name!r} has required passes {list(info.required)!r}, "
+            "which a pipeline spec cannot express"
         )
     values = {"name": info.name, "opt_level": info.opt_level, "traceable": info.traceable}
     return [(key, values[key]) for key in _SEQ_OPTIONS if values[key] != _SEQ_DEFAULTS[key]]
@@ -444,10 +448,10 @@ class _Parser:
             raise self.error(f"the factory of pass {name!r} returned {type(p).__name__}, not a Pass", name_pos)
         spec = _spec_name(name) + _options_text([(o.key, o.value) for o in options])
         if options or p.info.name != name:
-            try:  # so that pipeline_spec(p) alone knows the options it was built with
+            # So that pipeline_spec(p) alone knows the options it was built with; a pass class with
+            # __slots__ refuses the attribute, and then only the enclosing Pipeline knows.
+            with contextlib.suppress(AttributeError):
                 p._parpass_spec = spec  # type: ignore[attr-defined]
-            except AttributeError:  # a pass class with __slots__: the enclosing Pipeline still knows
-                pass
         return p, spec
 
     def build_seq(self, frame: _Frame) -> Pipeline:

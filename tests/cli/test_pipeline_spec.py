@@ -219,7 +219,7 @@ def test_a_pass_built_from_a_spec_keeps_its_options() -> None:
 
 def test_unregistered_pass_has_no_spec() -> None:
     lone = FunctionPass(lambda f, m, c: f, PassInfo(0, "Lonely"))
-    with pytest.raises(ValueError, match="'Lonely'.*not in the pass registry"):
+    with pytest.raises(ValueError, match=r"'Lonely'.*not in the pass registry"):
         pipeline_spec(lone)
     with pytest.raises(TypeError, match="expects a Pass"):
         pipeline_spec("A")  # type: ignore[arg-type]

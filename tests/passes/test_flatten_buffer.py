@@ -100,7 +100,9 @@ def test_strided_parameter_reads_the_same_memory() -> None:
     a = tir.Buffer(0, "A", F32, (imm(2), imm(3)), (imm(4), imm(1)))
     o = tir.Buffer(1, "O", F32, (imm(2), imm(3)))
     i, j = tir.Var(2, "i"), tir.Var(3, "j")
-    body = tir.For(i, imm(0), imm(2), tir.ForKind.SERIAL, tir.For(j, imm(0), imm(3), tir.ForKind.SERIAL, o.store((i, j), a[i, j])))
+    body = tir.For(
+        i, imm(0), imm(2), tir.ForKind.SERIAL, tir.For(j, imm(0), imm(3), tir.ForKind.SERIAL, o.store((i, j), a[i, j]))
+    )
     func = tir.PrimFunc((a, o), body)
     out = flatten_prim_func(func)
     assert out.params[0].shape[0].value == 1 + 1 * 4 + 2 * 1  # type: ignore[union-attr]

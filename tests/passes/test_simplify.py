@@ -171,9 +171,13 @@ def test_lets_bound_to_constants_are_substituted_and_other_lets_give_ranges() ->
     pb = PrimFuncBuilder("main")
     a = pb.buffer("A", (4, 8), F32)
     b = pb.buffer("B", (4, 8), F32)
-    with pb.for_range("i", 4) as li, pb.for_range("j", 8) as lj:
-        with pb.let("c", imm(3)) as c, pb.let("flat", li * 8 + lj) as flat:
-            pb.store(a, (flat // 8, flat % 8), b[li, lj * 1 + c - 3])
+    with (
+        pb.for_range("i", 4) as li,
+        pb.for_range("j", 8) as lj,
+        pb.let("c", imm(3)) as c,
+        pb.let("flat", li * 8 + lj) as flat,
+    ):
+        pb.store(a, (flat // 8, flat % 8), b[li, lj * 1 + c - 3])
     func = pb.finish()
 
     eb = PrimFuncBuilder("main")
@@ -204,9 +208,8 @@ def test_dead_branches_empty_loops_and_unit_loops() -> None:
     pb = PrimFuncBuilder("main")
     a = pb.buffer("A", (8,), F32)
     n = pb.var("n")
-    with pb.for_range("i", 8) as li:
-        with pb.if_then_else(tir.ge(li, 8)):
-            pb.store(a, (li,), 1.0)
+    with pb.for_range("i", 8) as li, pb.if_then_else(tir.ge(li, 8)):
+        pb.store(a, (li,), 1.0)
     with pb.for_range("k", 0):
         pb.store(a, (0,), 2.0)
     with pb.for_range("u", n, n + 1) as lu:  # extent (n + 1) - n == 1
@@ -236,9 +239,8 @@ def test_untaken_then_branch_keeps_the_else_branch_under_the_negated_condition()
     a = pb.buffer("A", (8,), F32)
     n = pb.var("n")
     with pb.for_range("i", 8) as li:
-        with pb.if_then_else(tir.lt(li, n)):
-            with pb.for_range("k", 0):
-                pb.store(a, (li,), 1.0)
+        with pb.if_then_else(tir.lt(li, n)), pb.for_range("k", 0):
+            pb.store(a, (li,), 1.0)
         with pb.else_():
             pb.store(a, (li,), 2.0)
     out = run_pass(Simplify(), pb.finish())
@@ -361,9 +363,7 @@ def test_integer_arithmetic_keeps_its_exact_meaning(seed: int) -> None:
         check_well_formed(out)
         assert simplify_prim_func(out) is out, f"not idempotent:\n{out}"
         for input_seed in (0, 1, 2):
-            assert_same_meaning(
-                module_of(func), module_of(out), "main", seed=input_seed, allow_failing_before=True
-            )
+            assert_same_meaning(module_of(func), module_of(out), "main", seed=input_seed, allow_failing_before=True)
 
 
 def test_output_is_byte_identical_across_runs() -> None:
