@@ -221,7 +221,7 @@ class Bench:
         return make_context(self.opt_level, (), (), instruments, config)
 
     def warm_up(self, workers: int, small: bytes) -> None:
-        """Start the pool of ``workers`` and have each worker import the passes, on a small module."""
+        """Run the pipeline once on a small module: starts the pool of ``workers`` (if > 1), imports the passes."""
         from parpass.ir.serialization import from_bytes
 
         mod = from_bytes(small)
@@ -505,9 +505,10 @@ def run(args: argparse.Namespace) -> int:
     small = to_bytes(random_module(max(8, 4 * max(counts)), None, args.size, args.seed + 1))
     del mod
 
+    prim_funcs = args.prim_funcs if args.prim_funcs is not None else args.functions // 2
     out = sys.stdout
     out.write(
-        f"parpass bench: random_module(functions={args.functions}, prim_funcs={args.prim_funcs}, size={args.size}, "
+        f"parpass bench: random_module(functions={args.functions}, prim_funcs={prim_funcs}, size={args.size}, "
         f"seed={args.seed}): {num_funcs} functions ({kinds}), {len(data) / 1e6:.1f} MB of IR\n"
         f"pipeline: {pipeline_label}" + (f" = {spec}" if spec is not None and spec != pipeline_label else "") + "\n"
         f"usable cores: {cores}; worker counts: {', '.join(map(str, counts))}; "
@@ -523,9 +524,8 @@ def run(args: argparse.Namespace) -> int:
     runs: list[Run] = []
     try:
         for c in configs:
-            if c > 1:
-                bar.set_label(f"starting {c} workers")
-                bench.warm_up(c, small)
+            bar.set_label("warming up" if c == 1 else f"starting {c} workers")
+            bench.warm_up(c, small)  # first-call costs (imports, caches, the pool) are not timed
             for r in range(args.repeat):
                 where = "in-process" if c == 1 else f"{c} workers"
                 rep = f" run {r + 1}/{args.repeat}" if args.repeat > 1 else ""

@@ -28,7 +28,8 @@ conditions, let values) is rewritten by a small arithmetic engine:
   comparisons, ``min``/``max`` and divisions are decided by interval arithmetic:
   ``i < 16`` is true inside ``for i in range(16)``, ``(i * 8 + j) // 8`` is ``i``
   when ``0 <= j < 8``. Integer ranges are tracked in exact integers and used only
-  when an expression provably does not wrap.
+  when an expression provably does not wrap. Buffers are left as they are, so a
+  variable used in the shape of an allocated buffer is never substituted away.
 
 Statements then follow: an ``IfThenElse`` with a decided condition keeps the taken
 branch, a loop with extent ``<= 0`` disappears, a loop of extent 1 becomes its
@@ -56,6 +57,7 @@ from typing import Any, Union
 import msgspec
 import numpy as np
 
+from parpass.ir.stmt_functor import post_order_visit
 from parpass.ir.tir import (
     EQ,
     GE,
@@ -95,7 +97,7 @@ from parpass.ir.tir import (
 )
 from parpass.transform import Pass, PassContext, prim_func_pass, register_pass
 
-__all__ = ["Simplify", "simplify_expr", "simplify_prim_func"]
+__all__ = ["Arith", "Simplify", "simplify_expr", "simplify_prim_func"]
 
 #: A polynomial: monomial (sorted tuple of atom sids, ``()`` for the constant) -> coefficient.
 Poly = dict[tuple[int, ...], int]
@@ -282,14 +284,9 @@ class Arith:
         return self._force(self._result(expr))
 
     def dtype_of(self, expr: PrimExpr) -> str:
-        """The dtype of an expression this engine has simplified (or of any expression)."""
+        """The dtype of ``expr`` (simplifying it if the engine has not seen it yet)."""
         self._result(expr)
         return self._dt[id(expr)]
-
-    def as_int(self, expr: PrimExpr) -> int | None:
-        """The value of ``expr`` if it simplifies to an integer constant, else None."""
-        e = self.simplify(expr)
-        return e.value if type(e) is IntImm and e.dtype != "bool" else None
 
     # ------------------------------------------------------------------ the walk
 
@@ -1018,14 +1015,19 @@ class _StmtSimplifier:
 
     def __init__(self, func: PrimFunc) -> None:
         self.arith = Arith()
-        self.defined_once = self._definitions(func)
+        self.defined_once, self.in_shapes = self._definitions(func)
         self.memo: dict[int, Any] = {}  # statement id -> rewritten statement, or _REMOVED
         self.keep: list[Any] = []
 
     @staticmethod
-    def _definitions(func: PrimFunc) -> set[int]:
-        """Ids defined exactly once (facts are recorded only for those)."""
+    def _definitions(func: PrimFunc) -> tuple[set[int], set[int]]:
+        """Ids defined exactly once (facts are recorded only for those), and ids used in allocated shapes.
+
+        A variable used in the shape of an allocated buffer is never substituted away: buffers
+        are left as they are, so its definition must stay.
+        """
         count: dict[int, int] = {}
+        in_shapes: set[int] = set()
         for p in func.params:
             count[p.vid] = count.get(p.vid, 0) + 1
         stack: list[Any] = [func.body]
@@ -1049,8 +1051,10 @@ class _StmtSimplifier:
                 if s.else_case is not None:
                     stack.append(s.else_case)
             elif kind is Allocate:
+                for e in (*s.buffer.shape, *s.buffer.strides):
+                    post_order_visit(e, lambda n: in_shapes.add(n.vid) if type(n) is Var else None)
                 stack.append(s.body)
-        return {vid for vid, n in count.items() if n == 1}
+        return {vid for vid, n in count.items() if n == 1}, in_shapes
 
     def run(self, body: Stmt) -> Stmt:
         memo = self.memo
@@ -1084,7 +1088,7 @@ class _StmtSimplifier:
                 return None
             var = s.loop_var
             if var.vid in self.defined_once:
-                if n == 1 and arith.dtype_of(lo) == var.dtype:
+                if n == 1 and arith.dtype_of(lo) == var.dtype and var.vid not in self.in_shapes:
                     arith.bind_value(var, lo)
                 elif n is not None and type(lo) is IntImm:
                     arith.bind_range(var, lo.value, lo.value + n - 1)
@@ -1093,7 +1097,8 @@ class _StmtSimplifier:
             value = simplify(s.value)
             var = s.var
             if var.vid in self.defined_once:
-                if type(value) in (IntImm, FloatImm, Var) and arith.dtype_of(value) == var.dtype:
+                substitutable = var.vid not in self.in_shapes and arith.dtype_of(value) == var.dtype
+                if type(value) in (IntImm, FloatImm, Var) and substitutable:
                     arith.bind_value(var, value)
                 else:
                     arith.bind_let(var, value)

@@ -59,3 +59,13 @@ def TagModule(tag: str = "tagged", count: int = 1) -> Pass:
         return mod.with_attr(tag, count)
 
     return module_pass(run, opt_level=0, name="TagModule")  # type: ignore[no-any-return]
+
+
+@register_pass("FailModule")
+def FailModule() -> Pass:
+    """A module pass that raises KeyError."""
+
+    def run(mod: IRModule, ctx: PassContext) -> IRModule:
+        raise KeyError("no such thing")
+
+    return module_pass(run, opt_level=0, name="FailModule")  # type: ignore[no-any-return]

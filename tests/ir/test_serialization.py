@@ -642,13 +642,15 @@ def test_too_deep_for_anything_is_a_clear_error() -> None:
     from parpass.ir import serialization
 
     func = deep_prim_function(3000)
-    old = serialization._MAX_LEVELS
+    old, old_limit = serialization._MAX_LEVELS, sys.getrecursionlimit()
     serialization._MAX_LEVELS = 1000
+    sys.setrecursionlimit(1000)  # as in a fresh interpreter, whatever other tests in this process set
     try:
         with pytest.raises(IRError, match="cannot be serialized"):
             encode_function(func)
     finally:
         serialization._MAX_LEVELS = old
+        sys.setrecursionlimit(old_limit)
 
 
 def test_hash_and_bytes_stable_across_processes() -> None:

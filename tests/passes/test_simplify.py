@@ -188,6 +188,17 @@ def test_lets_bound_to_constants_are_substituted_and_other_lets_give_ranges() ->
     assert_ir(run_pass(Simplify(), func), eb.finish())
 
 
+def test_variables_in_allocated_shapes_keep_their_definitions() -> None:
+    a = tir.Buffer(0, "A", F32, (imm(8),))
+    n = tir.Var(1, "n")
+    t = tir.Buffer(2, "T", F32, (n + 1,))
+    body = tir.LetStmt(n, imm(4), tir.Allocate(t, tir.SeqStmt((t.store(0, 1.0), a.store(n, t[0])))))
+    func = tir.PrimFunc((a,), body)
+    out = simplify_prim_func(func)
+    check_well_formed(out)
+    assert out is func  # the let cannot go: the buffer's shape uses n
+
+
 def test_comparison_not_decided_when_a_value_could_wrap() -> None:
     pb = PrimFuncBuilder("main")
     a = pb.buffer("A", (1,), "bool")

@@ -12,6 +12,7 @@ import statistics
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -25,8 +26,16 @@ from parpass.ir.relax import Binding, Call, Constant, Function, If, SeqExpr, Tup
 from parpass.ir.types import PrimType, TensorType, TupleType
 from parpass.testing import random_module
 
-sys.setrecursionlimit(20000)
 ENC = msgspec.msgpack.Encoder()
+
+
+@pytest.fixture(autouse=True)
+def _deep_recursion() -> Iterator[None]:
+    """This file's checkers recurse over the IR; the limit is restored for the other test files."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(20000)
+    yield
+    sys.setrecursionlimit(old)
 
 
 # ---------------------------------------------------------------- dataflow checker / evaluator

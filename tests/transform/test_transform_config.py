@@ -47,16 +47,16 @@ def test_scalar_options() -> None:
 def test_unknown_key_names_closest_not_all() -> None:
     for i in range(30):
         register_config_option(f"test.filler{i:02d}", int, default=0)
-    register_config_option("tir.UnrollLoop", Unroll)
+    register_config_option("test.UnrollLoop", Unroll)
     with pytest.raises(NameNotFoundError) as info:
-        PassContext(config={"tir.UnrolLoop": {}})
+        PassContext(config={"test.UnrolLoop": {}})
     msg = str(info.value)
-    assert "'tir.UnrolLoop'" in msg and "closest: 'tir.UnrollLoop'" in msg
+    assert "'test.UnrolLoop'" in msg and "closest: 'test.UnrollLoop'" in msg
     assert msg.count("test.filler") <= 8  # the closest few, not a dump of every key
     assert isinstance(info.value, KeyError)
     ctx = PassContext()
     with pytest.raises(KeyError, match=r"tir\.UnrollLoop"):
-        ctx.config["tir.UnrolLoop"]
+        ctx.config["test.UnrolLoop"]
 
 
 @pytest.mark.parametrize(
@@ -71,42 +71,42 @@ def test_wrong_scalar_type(value_type: type, value: object, expected: str) -> No
 
 
 def test_struct_option_from_dict_with_defaults() -> None:
-    register_config_option("tir.UnrollLoop", Unroll)
-    ctx = PassContext(config={"tir.UnrollLoop": {"max_depth": 4}})
-    value = ctx.config["tir.UnrollLoop"]
+    register_config_option("test.UnrollLoop", Unroll)
+    ctx = PassContext(config={"test.UnrollLoop": {"max_depth": 4}})
+    value = ctx.config["test.UnrollLoop"]
     assert isinstance(value, Unroll)
     assert value == Unroll(max_depth=4, explicit=False, names=[])
-    assert PassContext().config["tir.UnrollLoop"] == Unroll()  # default built from field defaults
+    assert PassContext().config["test.UnrollLoop"] == Unroll()  # default built from field defaults
     register_config_option("test.tiling", Tiling)
     assert PassContext(config={"test.tiling": {"order": "ji"}}).config["test.tiling"] == Tiling(16, "ji")
     assert PassContext(config={"test.tiling": Tiling(8)}).config["test.tiling"] == Tiling(8, "ij")
 
 
 def test_struct_field_wrong_type_is_an_error_not_a_default() -> None:
-    register_config_option("tir.UnrollLoop", Unroll)
+    register_config_option("test.UnrollLoop", Unroll)
     with pytest.raises(PassConfigError) as info:
-        PassContext(config={"tir.UnrollLoop": {"max_depth": "deep"}})
+        PassContext(config={"test.UnrollLoop": {"max_depth": "deep"}})
     msg = str(info.value)
-    assert "'tir.UnrollLoop'" in msg and "'max_depth'" in msg and "expects int" in msg
+    assert "'test.UnrollLoop'" in msg and "'max_depth'" in msg and "expects int" in msg
     with pytest.raises(PassConfigError, match="'names' expects list"):
-        PassContext(config={"tir.UnrollLoop": {"names": "a"}})
+        PassContext(config={"test.UnrollLoop": {"names": "a"}})
     register_config_option("test.tiling", Tiling)
     with pytest.raises(PassConfigError, match="'tile' expects int"):
         PassContext(config={"test.tiling": Tiling(tile="big")})  # type: ignore[arg-type]
 
 
 def test_struct_unknown_field_names_closest() -> None:
-    register_config_option("tir.UnrollLoop", Unroll)
+    register_config_option("test.UnrollLoop", Unroll)
     with pytest.raises(PassConfigError) as info:
-        PassContext(config={"tir.UnrollLoop": {"max_dpth": 2}})
+        PassContext(config={"test.UnrollLoop": {"max_dpth": 2}})
     msg = str(info.value)
-    assert "'tir.UnrollLoop'" in msg and "'max_dpth'" in msg and "'max_depth'" in msg
+    assert "'test.UnrollLoop'" in msg and "'max_dpth'" in msg and "'max_depth'" in msg
 
 
 def test_struct_wrong_container_and_required_field() -> None:
-    register_config_option("tir.UnrollLoop", Unroll)
+    register_config_option("test.UnrollLoop", Unroll)
     with pytest.raises(PassConfigError, match="or a dict of its fields"):
-        PassContext(config={"tir.UnrollLoop": 3})
+        PassContext(config={"test.UnrollLoop": 3})
     register_config_option("test.needs", NeedsField)
     with pytest.raises(PassConfigError, match=r"field 'size' of .* is required"):
         PassContext(config={"test.needs": {}})

@@ -125,12 +125,12 @@ def test_required_not_resolved_for_disabled_pass(mod: IRModule) -> None:
 
 
 def test_unknown_required_names_closest(mod: IRModule) -> None:
-    register_pass("FoldConstant")(lambda: recorder([], "FoldConstant"))
+    register_pass("FoldConstantX")(lambda: recorder([], "FoldConstantX"))
     log: list[str] = []
     with pytest.raises(NameNotFoundError) as info:
-        Sequential([recorder(log, "first"), recorder(log, "P", required=["FoldConstnt"])])(mod)
+        Sequential([recorder(log, "first"), recorder(log, "P", required=["FoldConstntX"])])(mod)
     msg = str(info.value)
-    assert "'FoldConstnt'" in msg and "required by 'P'" in msg and "'FoldConstant'" in msg
+    assert "'FoldConstntX'" in msg and "required by 'P'" in msg and "'FoldConstantX'" in msg
     assert log == ["first"]  # nothing of P ran
 
 
