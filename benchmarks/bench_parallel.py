@@ -133,7 +133,9 @@ def main() -> int:
         ("(c) light pipeline, 20 small functions", light_pipeline, small, ">= 0.95x"),
     ]
     get_backend().warm(args.workers)
-    print(f"parpass {parpass.__version__}; usable cores {usable_cores()}; {args.workers} workers; median of {args.repeat}")
+    print(
+        f"parpass {parpass.__version__}; usable cores {usable_cores()}; {args.workers} workers; median of {args.repeat}"
+    )
     print(f"module: random_module({args.functions}) = {len(big)} functions\n")
     print("| case | in-process ms | parallel ms | speedup | target | parent overhead µs/function | mode |")
     print("|---|---:|---:|---:|---|---:|---|")

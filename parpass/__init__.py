@@ -67,6 +67,7 @@ __all__ = [
     "parallel",
     "parse_pipeline",
     "pass_instrument",
+    "passes",
     "pipeline_spec",
     "prim_func_pass",
     "register_config_option",

@@ -105,7 +105,7 @@ class IRModule:
     module order (the order functions were first added).
     """
 
-    __slots__ = ("_slots", "_attrs", "_read_only")
+    __slots__ = ("_attrs", "_read_only", "_slots")
 
     def __init__(
         self,

@@ -81,7 +81,7 @@ def test_unpicklable_pass_runs_in_process_with_one_warning(small_module: IRModul
 def test_strict_turns_an_unpicklable_pass_into_an_error(small_module: IRModule) -> None:
     holds_lock = _unpicklable_pass()
     with (
-        pytest.raises(PassShippingError, match="HoldsLock.*parpass.strict"),
+        pytest.raises(PassShippingError, match=r"HoldsLock.*parpass\.strict"),
         parallel_ctx(2, **{"parpass.strict": True}),
     ):
         holds_lock(small_module)
