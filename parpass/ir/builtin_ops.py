@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from parpass.ir.dtype import dtype_name
 from parpass.ir.node import Attrs
 from parpass.ir.op import register_op
 from parpass.ir.types import PrimType, TensorType, TupleType, Type
@@ -164,7 +165,7 @@ def type_of_value(value: Any) -> Type:
     if isinstance(value, tuple):
         return TupleType(tuple(type_of_value(v) for v in value))
     arr = np.asarray(value)
-    return TensorType(tuple(int(d) for d in arr.shape), str(arr.dtype))
+    return TensorType(tuple(int(d) for d in arr.shape), dtype_name(arr.dtype))
 
 
 def _cast_to(value: Any, ty: Type) -> Any:
@@ -173,7 +174,7 @@ def _cast_to(value: Any, ty: Type) -> Any:
         return tuple(_cast_to(v, f) for v, f in zip(value, ty.fields, strict=True))
     shape = tuple(ty.shape) if isinstance(ty, TensorType) else ()
     arr = np.asarray(value)
-    if str(arr.dtype) != ty.dtype:
+    if dtype_name(arr.dtype) != ty.dtype:
         arr = arr.astype(ty.dtype)
     if arr.shape != shape:  # pragma: no cover - a bug in an evaluation rule, not bad input
         raise AssertionError(f"evaluation gave shape {arr.shape}, type rule promised {shape}")

@@ -39,10 +39,12 @@ class Constant(Node, frozen=True, gc=False, tag="Constant"):
         """A constant holding ``value`` (a number, nested list or numpy array)."""
         import numpy as np
 
+        from parpass.ir.dtype import dtype_name
+
         arr = np.asarray(value, dtype=dtype)
         little = arr.dtype.newbyteorder("<") if arr.dtype.byteorder not in "|" else arr.dtype
         data = np.ascontiguousarray(arr, dtype=little).tobytes()
-        return Constant(data, str(arr.dtype), tuple(int(d) for d in arr.shape))
+        return Constant(data, dtype_name(arr.dtype), tuple(int(d) for d in arr.shape))
 
     def numpy(self) -> Any:
         """The value as a (read-only) numpy array."""

@@ -26,7 +26,7 @@ from typing import Any, Union
 import numpy as np
 
 from parpass.ir import Binding, Call, Constant, Function, IRModule, Op, Tuple, TupleGetItem, Var, get_op
-from parpass.ir.builtin_ops import DTYPES
+from parpass.ir.dtype import dtype_name
 from parpass.ir.expr_functor import ExprMutator
 from parpass.ir.relax import Expr
 from parpass.transform import Pass, PassContext, function_pass, register_pass
@@ -34,7 +34,6 @@ from parpass.transform import Pass, PassContext, function_pass, register_pass
 __all__ = ["FoldConstant"]
 
 _NATIVE_LITTLE_ENDIAN = sys.byteorder == "little"
-_DTYPE_NAMES = {np.dtype(name): name for name in DTYPES}
 
 #: What a variable is known to be bound to: a constant, or a tuple expression (whose fields may be constant).
 Known = Union[Constant, Tuple]
@@ -170,8 +169,7 @@ def _from_numpy(value: Any) -> Constant | Tuple:
     if not isinstance(value, tuple):
         arr = np.asarray(value)
         if _NATIVE_LITTLE_ENDIAN and arr.dtype.isnative:  # the common case, without from_value's conversions
-            name = _DTYPE_NAMES.get(arr.dtype) or arr.dtype.name  # numpy computes .name in Python: cache it
-            return Constant(arr.tobytes(), name, tuple(int(d) for d in arr.shape))
+            return Constant(arr.tobytes(), dtype_name(arr.dtype), tuple(int(d) for d in arr.shape))
         return Constant.from_value(arr)
     # Tuple-valued ops (``split``) return flat tuples; nesting, if any, is shallow.
     return Tuple(tuple(_from_numpy(v) for v in value))

@@ -172,6 +172,23 @@ def test_show_bad_files(files: Path, name: str, fragments: list[str], run_main) 
     assert_usage_error(run_main("show", name, cwd=files), *fragments)
 
 
+def test_text_format_files(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    from parpass.ir.serialization import FORMATS
+
+    if ".ppir" not in FORMATS:
+        pytest.skip("the .ppir text parser is not registered")
+    mod = random_module(5, seed=2)
+    made = parpass("gen", "-o", "m.ppir", "--functions", "5", "--seed", "2", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "m.ppir").read_text() == astext(mod).rstrip("\n") + "\n"
+    optimized = run_main("opt", "m.ppir", "-p", SPEC, "-o", "o.msgpack", cwd=tmp_path)
+    assert optimized.returncode == 0, optimized.stderr
+    assert to_bytes(load(tmp_path / "o.msgpack")) == in_process(SPEC, mod)
+    (tmp_path / "bad.ppir").write_text("@main = function(%x: Tensor((4,), \"float32\")) {\n  return %y\n}\n")
+    bad = parpass("show", "bad.ppir", cwd=tmp_path)
+    assert_usage_error(bad, "bad.ppir", "2")  # the file, and the line of the error
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # opt
 
