@@ -159,12 +159,13 @@ def check_pass_names(names: Sequence[str], option: str, pipeline: Pass | None = 
 # user code
 
 
-def import_standard_passes() -> None:
-    """Register the standard passes (``import parpass.passes``)."""
-    try:
-        importlib.import_module("parpass.passes")
-    except ImportError as err:  # a broken installation: say so, but let commands that need no passes work
-        print(f"parpass: warning: the standard passes cannot be imported: {err}", file=sys.stderr)
+def import_builtins() -> None:
+    """Register the standard passes (``parpass.passes``) and the ``.ppir`` text format (``parpass.ir.parser``)."""
+    for module, what in (("parpass.passes", "the standard passes"), ("parpass.ir.parser", "the .ppir text format")):
+        try:
+            importlib.import_module(module)
+        except ImportError as err:  # a broken installation: say so, but let what does not need it work
+            print(f"parpass: warning: {what} cannot be imported: {err}", file=sys.stderr)
 
 
 def load_user_code(items: Sequence[str] | None) -> None:

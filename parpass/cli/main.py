@@ -69,9 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             names = ", ".join(module.__name__.rsplit(".", 1)[1] for module in _COMMANDS)
             raise UsageError(f"no command given; choose one of: {names} (start with 'parpass bench')")
         show_traceback = bool(getattr(args, "traceback", False))
-        from parpass.cli.common import import_standard_passes, load_user_code
+        from parpass.cli.common import import_builtins, load_user_code
 
-        import_standard_passes()  # before user code, which may build on them (and must not register first)
+        import_builtins()  # before user code, which may build on them (and must not register first)
         load_user_code(getattr(args, "load", None))
         status: int = args.func(args)
         return status

@@ -16,6 +16,7 @@ from parpass.ir.ids import IdSupply
 from parpass.ir.module import IRModule
 from parpass.ir.node import Attrs, AttrValue, BaseFunc, GlobalVar, Node, Op
 from parpass.ir.op import OpInfo, get_op, list_ops, register_op
+from parpass.ir.parser import ParseError, parse, parse_function  # also registers the .ppir file format
 from parpass.ir.printer import astext
 from parpass.ir.relax import (
     Binding,
@@ -56,6 +57,7 @@ __all__ = [
     "Op",
     "OpInfo",
     "Param",
+    "ParseError",
     "PrimFunc",
     "PrimType",
     "SeqExpr",
@@ -74,6 +76,8 @@ __all__ = [
     "get_op",
     "list_ops",
     "load",
+    "parse",
+    "parse_function",
     "post_order",
     "post_order_visit",
     "register_op",

@@ -43,7 +43,6 @@ import base64
 import binascii
 import gc
 import json
-import math
 import os
 import re
 from typing import Any, NoReturn
@@ -598,9 +597,9 @@ class _Parser:
                     self.i = k + 1
                     values.append((tok, k))
                 else:
-                    number = self.number("a constant value (true, false or a number)")
-                    text = self.toks[self.i - 1]
-                    values.append(("-" + text if toks[k] == "-" else text, k) if not isinstance(number, bool) else ("", k))
+                    self.number("a constant value (true, false or a number)")
+                    text = toks[self.i - 1]
+                    values.append(("-" + text if tok == "-" else text, k))
                 depth = len(counts)
                 if leaf_depth < 0:
                     leaf_depth = depth
@@ -1188,7 +1187,7 @@ class _Parser:
         if buf is None:
             self.undefined(key, k, "buffer")
         if type(buf) is int:
-            self.fail(f"buffer {key} is used in its own declaration's shape", k)
+            self.fail(f"buffer parameter {key} is used in a parameter's shape before its own declaration", k)
         self.fail(f"{key} is a scalar variable, not a buffer", k)
 
     def prim_list(self, close: str) -> tuple[Any, ...]:
@@ -1267,6 +1266,8 @@ class _Parser:
                 i += 1
             elif tok == "-" or tok == "inf" or tok == "nan":
                 self.i = i
+                if tok == "-" and not ("0" <= toks[i + 1][0] <= "9" or toks[i + 1] in ("inf", "nan")):
+                    self.fail("'-' in front of an operand is only part of a number literal (write 0 - x)")
                 number = self.number("an expression")
                 i = self.i
                 value = (
@@ -1300,11 +1301,9 @@ class _Parser:
                 self.i = i
                 dtype = self.dtype_word(True)
                 self.i += 1
-                kn = self.i
                 number = self.number(f"a number in {dtype}(...)")
                 value = tir.IntImm(dtype, number) if isinstance(number, int) else tir.FloatImm(dtype, number)
                 self.expect(")", f"to close {dtype}(...)")
-                del kn
                 i = self.i
             else:
                 self.i = i
@@ -1421,7 +1420,7 @@ def _run(text: str, filename: str, what: str) -> Any:
         p = _Parser(text, filename)
         if what == "module":
             return p.module()
-        if p.toks[0] == "@" or (p.toks[0][0] == "@" and len(p.toks[0]) > 1):
+        if p.toks[0][0] == "@" and len(p.toks[0]) > 1:
             p.i = 1
             p.expect("=", "after the function's name")
         func = p.function()
@@ -1483,6 +1482,3 @@ def _read_text(data: bytes, source: str) -> IRObject:
 
 
 register_format(TEXT_EXTENSION, _write_text, _read_text, override=True)
-
-# keep math imported for float helpers used by callers of this module's constants
-_ = math

@@ -169,12 +169,18 @@ class ParallelExecutor:
         progress = ProgressSlots.create(len(chunks))
         results: list[ChunkResult] = []
         setup = time.perf_counter() - start
+        futures: list[cf.Future[Any]] = []
         try:
-            futures = [
-                backend.submit(cfg.num_workers, run_chunk, wave_path, progress.path, len(chunks), slot, chunk)
-                for slot, chunk in enumerate(chunks)
-            ]
+            for slot, chunk in enumerate(chunks):
+                futures.append(
+                    backend.submit(cfg.num_workers, run_chunk, wave_path, progress.path, len(chunks), slot, chunk)
+                )
             results = self._wait(futures, progress, cfg, names, all_names, mod, ctx, passes)
+        except BaseException:
+            # Ctrl-C or any failure: no worker may go on with (or outlive) this wave.
+            if any(not f.done() for f in futures):
+                backend.kill()
+            raise
         finally:
             progress.close()
             remove(progress.path)
@@ -208,30 +214,24 @@ class ParallelExecutor:
     ) -> list[ChunkResult]:
         pending = set(futures)
         backend = backend_mod.get_backend()
-        try:
-            while pending:
-                done, pending = cf.wait(pending, timeout=_POLL, return_when=cf.FIRST_EXCEPTION)
-                crashed = [f for f in done if f.exception() is not None]
-                if crashed:
-                    running = [all_names[i] for _, i, _ in progress.running()]
-                    backend.kill()
-                    self._fail_crash(crashed[0].exception(), names, running, mod, ctx, passes, cfg)
-                if cfg.timeout > 0:
-                    late = [(i, secs) for _, i, secs in progress.running() if secs > cfg.timeout]
-                    if late:
-                        backend.kill()
-                        funcs = tuple(all_names[i] for i, _ in late)
-                        message = (
-                            f"pass {_label(names)} exceeded the timeout of {cfg.timeout:g}s "
-                            f"(config parpass.timeout) on function(s) {', '.join(map(repr, funcs))}"
-                        )
-                        self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
-                        raise PassTimeoutError(message, _label(names), funcs)
-        except BaseException:
-            # Ctrl-C or any failure while waiting: no worker may outlive the wave.
-            if pending:
+        while pending:
+            done, pending = cf.wait(pending, timeout=_POLL, return_when=cf.FIRST_EXCEPTION)
+            crashed = [f for f in done if f.exception() is not None]
+            if crashed:
+                running = [all_names[i] for _, i, _ in progress.running()]
                 backend.kill()
-            raise
+                self._fail_crash(crashed[0].exception(), names, running, mod, ctx, passes, cfg)
+            if cfg.timeout > 0:
+                late = [(i, secs) for _, i, secs in progress.running() if secs > cfg.timeout]
+                if late:
+                    backend.kill()
+                    funcs = tuple(all_names[i] for i, _ in late)
+                    message = (
+                        f"pass {_label(names)} exceeded the timeout of {cfg.timeout:g}s "
+                        f"(config parpass.timeout) on function(s) {', '.join(map(repr, funcs))}"
+                    )
+                    self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
+                    raise PassTimeoutError(message, _label(names), funcs)
         return [f.result() for f in futures]
 
     def _fail_crash(
