@@ -36,7 +36,18 @@ TEXT_EXTENSIONS = (".ppir", ".txt")
 
 
 class UsageError(ParpassError, ValueError):
-    """Bad command-line input: exit status 2."""
+    """Bad command-line input: exit status 2. ``caret`` (optional) is printed below the error line."""
+
+    def __init__(self, message: str, caret: str | None = None) -> None:
+        super().__init__(message)
+        self.caret = caret
+
+
+def _file_error(path: str, err: BaseException) -> UsageError:
+    """A UsageError naming ``path`` for an error reading it; extra lines (a parser's caret) kept aside."""
+    head, _, rest = str(err).strip().partition("\n")
+    message = head if path in head else f"{path}: {head}"
+    return UsageError(message, rest.rstrip() or None)
 
 
 class PassFailure(ParpassError, RuntimeError):
@@ -277,14 +288,10 @@ def read_module(path: str) -> IRModule:
         raise UsageError(f"{path}: is a directory, not a module file")
     try:
         obj = load(path)
-    except IRFormatError as err:
-        message = first_line(str(err))
-        raise UsageError(message if path in message else f"{path}: {message}") from err
+    except (IRFormatError, ValueError, TypeError, RecursionError) as err:  # the text parser's carry line and column
+        raise _file_error(path, err) from err
     except OSError as err:
         raise UsageError(f"{path}: cannot read: {err.strerror or err}") from err
-    except (ValueError, TypeError, RecursionError) as err:  # a text parser's error carries line and column
-        message = first_line(str(err))
-        raise UsageError(message if path in message else f"{path}: {message}") from err
     if isinstance(obj, BaseFunc):
         name = obj.attrs.get("global_symbol") if isinstance(obj.attrs.get("global_symbol"), str) else "main"
         return IRModule({str(name): obj})

@@ -941,7 +941,7 @@ class _Parser:
     def declare_params(self) -> None:
         """Give every parameter its id, in order, and define the scalars (a buffer shape may use a later one)."""
         toks = self.toks
-        k = self.i
+        k = start = self.i
         depth = 0
         expect_param = True
         while True:
@@ -950,6 +950,7 @@ class _Parser:
                 self.fail("unexpected end of input in a parameter list", k)
             if depth == 0:
                 if tok == ")":
+                    self.i = start
                     return
                 if expect_param:
                     if tok[0] != "%" or len(tok) < 2:

@@ -435,6 +435,31 @@ def convert(value: PrimExprLike, like: PrimExprBase | None = None, dtype: str | 
     raise TypeError(f"cannot convert {type(value).__name__} {value!r} to a PrimExpr")
 
 
+def operands(expr: PrimExpr) -> tuple[PrimExpr, ...]:
+    """The operand expressions of ``expr``, in field order (a load's indices, not its buffer).
+
+    Unlike :meth:`Node.children`, this names only expressions, which is what
+    expression walkers (simplifiers, vectorizers) iterate over.
+    """
+    if isinstance(expr, _Binary):
+        return (expr.a, expr.b)
+    if isinstance(expr, BufferLoad):
+        return expr.indices
+    if isinstance(expr, Select):
+        return (expr.condition, expr.true_value, expr.false_value)
+    if isinstance(expr, (Cast, Broadcast)):
+        return (expr.value,)
+    if isinstance(expr, Not):
+        return (expr.a,)
+    if isinstance(expr, Ramp):
+        return (expr.base, expr.stride)
+    if isinstance(expr, Call):
+        return expr.args
+    if isinstance(expr, (IntImm, FloatImm, Var)):
+        return ()
+    raise TypeError(f"{type(expr).__name__} is not a loop-level expression")
+
+
 def const(value: int | float | bool, dtype: str | None = None) -> PrimExpr:
     """An immediate of ``dtype`` (int32, float32 or bool by default, from the Python type)."""
     return convert(value, dtype=dtype)

@@ -57,6 +57,7 @@ from typing import Any, Union
 import msgspec
 import numpy as np
 
+from parpass.ir import tir
 from parpass.ir.stmt_functor import post_order_visit
 from parpass.ir.tir import (
     EQ,
@@ -144,26 +145,7 @@ def _split(dtype: str) -> tuple[str, int]:
     return base, int(lanes) if lanes else 1
 
 
-def _kids(node: Any) -> tuple[Any, ...]:
-    """Operand expressions of a PrimExpr (a load's indices, not its buffer)."""
-    kind = type(node)
-    if kind in _BINARY_SET:
-        return (node.a, node.b)
-    if kind is BufferLoad:
-        return node.indices  # type: ignore[no-any-return]
-    if kind is Select:
-        return (node.condition, node.true_value, node.false_value)
-    if kind is Cast or kind is Broadcast:
-        return (node.value,)
-    if kind is Not:
-        return (node.a,)
-    if kind is Ramp:
-        return (node.base, node.stride)
-    if kind is Call:
-        return node.args  # type: ignore[no-any-return]
-    if kind is IntImm or kind is FloatImm or kind is Var:
-        return ()
-    raise TypeError(f"Simplify: {kind.__name__} is not a loop-level expression")
+_kids = tir.operands
 
 
 _BINARY_SET = frozenset(_BINARIES)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parpass.ir import IdSupply, structural_equal
+from parpass.ir import IdSupply, structural_equal, tir
 from parpass.ir.stmt_functor import StmtExprMutator, post_order, substitute
 from parpass.ir.tir import (
     EQ,
@@ -109,23 +109,7 @@ def _fold(kind: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
     return kind(a, b)  # type: ignore[no-any-return]
 
 
-def _kids(node: Any) -> tuple[Any, ...]:
-    kind = type(node)
-    if kind in _BINARY:
-        return (node.a, node.b)
-    if kind is BufferLoad:
-        return node.indices  # type: ignore[no-any-return]
-    if kind is Select:
-        return (node.condition, node.true_value, node.false_value)
-    if kind is Cast or kind is Broadcast:
-        return (node.value,)
-    if kind is Not:
-        return (node.a,)
-    if kind is Ramp:
-        return (node.base, node.stride)
-    if kind is Call:
-        return node.args  # type: ignore[no-any-return]
-    return ()
+_kids = tir.operands
 
 
 class _LoopVectorizer:

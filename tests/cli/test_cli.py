@@ -182,9 +182,10 @@ def test_text_format_files(tmp_path: Path, run_main) -> None:  # type: ignore[no
     assert optimized.returncode == 0, optimized.stderr
     # The text gives structurally equal IR (fresh variable ids): compare with the pipeline run on the parsed file.
     assert to_bytes(load(tmp_path / "o.msgpack")) == in_process(SPEC, load(tmp_path / "m.ppir"))  # type: ignore[arg-type]
-    (tmp_path / "bad.ppir").write_text("@main = function(%x: Tensor((4,), \"float32\")) {\n  return %y\n}\n")
+    (tmp_path / "bad.ppir").write_text('@main = function(%x: Tensor((4,), "float32")) {\n  return %y\n}\n')
     bad = parpass("show", "bad.ppir", cwd=tmp_path)
-    assert_usage_error(bad, "bad.ppir", "2")  # the file, and the line of the error
+    assert_usage_error(bad, "bad.ppir:2:10: undefined variable %y")  # the file, line and column
+    assert bad.stderr.splitlines()[1:] == ["  return %y", "         ^"]  # the line, and a caret under the column
 
 
 # ---------------------------------------------------------------------------------------------------------------------
