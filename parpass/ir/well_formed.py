@@ -526,22 +526,8 @@ def _vec(base: str, lanes: int) -> str:
 
 
 def _tir_children(node: Any) -> tuple[Any, ...]:
-    kind = type(node)
-    if kind is tir.BufferLoad:
-        return node.indices  # type: ignore[no-any-return]
-    if kind is tir.Call:
-        return node.args  # type: ignore[no-any-return]
-    if kind is tir.Select:
-        return (node.condition, node.true_value, node.false_value)
-    if kind is tir.Ramp:
-        return (node.base, node.stride)
-    if kind is tir.Cast or kind is tir.Broadcast:
-        return (node.value,)
-    if kind is tir.Not:
-        return (node.a,)
-    if isinstance(node, tir._Binary):
-        return (node.a, node.b)
-    return ()
+    """The operand expressions of a PrimExpr (none for anything else, e.g. in ill-formed IR)."""
+    return tir.operands(node) if isinstance(node, tir.PrimExprBase) else ()
 
 
 _ARITH = (tir.Add, tir.Sub, tir.Mul, tir.FloorDiv, tir.FloorMod, tir.Min, tir.Max)
