@@ -92,7 +92,11 @@ def add_parser(subparsers: Any) -> None:
         help="worker counts to compare with the in-process run (default: the usable cores, at least 2)",
     )
     parser.add_argument(
-        "--repeat", type=positive_int, default=1, metavar="N", help="runs of each configuration; reports the median"
+        "--repeat",
+        type=positive_int,
+        default=3,
+        metavar="N",
+        help="runs of each configuration; reports the median (default 3: shared machines are noisy)",
     )
     parser.add_argument("--pipeline", metavar="SPEC", help="pipeline spec to time (default: the default pipeline)")
     parser.add_argument(

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import gc
 import json
 import os
@@ -123,7 +124,9 @@ _TOKEN_RE = re.compile(
 _TENSOR_FAST = re.compile(r'Tensor\(\(([-0-9, ]*)\), "([A-Za-z0-9_]+)"\)\Z')
 _PRIM_FAST = re.compile(r'Prim\("([A-Za-z0-9_]+)"\)\Z')
 _NAME_RE = re.compile(r"[A-Za-z0-9_.]+\Z")
-_INT_RE = re.compile(r"[0-9]+\Z")
+_INT_RE = re.compile(r"-?[0-9]+\Z")
+_NUMBER_RE = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|inf|nan)\Z")
+_CONST_WORDS = frozenset({"true", "false", "inf", "nan"})
 #: The end-of-input token: starts with a space, which no real token does.
 _EOF = " end of input"
 
@@ -176,6 +179,14 @@ def _describe(tok: str) -> str:
     return repr(tok if len(tok) <= 40 else tok[:37] + "...")
 
 
+def _did_you_mean(tok: str, words: Any) -> str:
+    """`` (did you mean 'x'?)`` when ``tok`` is a word close to one of ``words``, else empty."""
+    if not _is_ident(tok) or tok in KEYWORDS:
+        return ""
+    near = difflib.get_close_matches(tok, list(words), n=1, cutoff=0.6)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
 def _is_ident(tok: str) -> bool:
     c = tok[0]
     return (c.isascii() and c.isalpha()) or c == "_"
@@ -208,6 +219,8 @@ class _Parser:
         self.toks: list[str] = _TOKEN_RE.findall(text)
         self.toks.append(_EOF)
         self.i = 0
+        if '"' in self.toks:  # a quote that did not start a complete string token
+            self.fail("unterminated string (a string is one line, with JSON escapes)", self.toks.index('"'))
         # per function
         self.names: dict[str, Any] = {}
         self.ids = IdSupply()
@@ -495,8 +508,7 @@ class _Parser:
                     stack.append([])
                     continue
             else:
-                near = closest_names(tok, _TYPE_WORDS, limit=1) if _is_ident(tok) else []
-                hint = f" (did you mean {near[0]!r}?)" if near and tok not in KEYWORDS else ""
+                hint = _did_you_mean(tok, _TYPE_WORDS)
                 self.fail(f"expected a type (Tensor, Prim or Tuple), got {_describe(tok)}{hint}")
             while True:
                 if not stack:
@@ -546,7 +558,8 @@ class _Parser:
             shape = self.int_shape()
             self.expect(")", "to close const(...)")
             return relax.Constant(data, dtype, shape)
-        values, shape = self.const_values()
+        k0 = self.i
+        values, where, shape = self.const_values()
         self.expect(",", "after the constant's values")
         kd = self.i
         dtype = self.dtype_string(False)
@@ -554,77 +567,99 @@ class _Parser:
         dt = np.dtype(dtype)
         if dt.byteorder not in "|<":
             dt = dt.newbyteorder("<")
-        converted: list[Any] = []
-        for text, kv in values:
-            if dt.kind == "b":
-                if text not in ("true", "false"):
-                    self.fail(f"a {dtype} constant holds true or false, got {text!r}", kv)
-                converted.append(text == "true")
-            elif text in ("true", "false"):
-                self.fail(f"a {dtype} constant holds numbers, got {text!r}", kv)
-            elif dt.kind in "iu":
-                if not _INT_RE.match(text.lstrip("-")):
-                    self.fail(f"a {dtype} constant holds integers, got {text!r}", kv)
-                converted.append(self._int(text, kv))
-            else:
-                converted.append(float(text))
+        converted: list[Any]
+        if dt.kind == "b":
+            bad = [n for n, text in enumerate(values) if text != "true" and text != "false"]
+            if bad:
+                self.fail(f"a constant of dtype {dtype} holds true or false, got {values[bad[0]]!r}", where[bad[0]])
+            converted = [text == "true" for text in values]
+        else:
+            numeric = _INT_RE.match if dt.kind in "iu" else _NUMBER_RE.match
+            bad = [n for n, text in enumerate(values) if not numeric(text)]
+            if bad:
+                kind = "integers" if dt.kind in "iu" else "numbers"
+                self.fail(f"a constant of dtype {dtype} holds {kind}, got {values[bad[0]]!r}", where[bad[0]])
+            try:
+                converted = [int(t) for t in values] if dt.kind in "iu" else [float(t) for t in values]
+            except ValueError as exc:  # an integer with more digits than int() converts
+                self.fail(f"bad constant value: {exc}", k0)
         try:
             data = np.asarray(converted, dtype=dt).tobytes()
         except (OverflowError, ValueError) as exc:
             self.fail(f"constant values do not fit {dtype}: {exc}", kd)
         return relax.Constant(data, dtype, shape)
 
-    def const_values(self) -> tuple[list[tuple[str, int]], tuple[int, ...]]:
-        """A scalar or a regular nested list of true/false/numbers: (value texts with token indexes, shape)."""
+    def const_values(self) -> tuple[list[str], list[int], tuple[int, ...]]:
+        """A scalar, or a regular nested list, of true/false/numbers.
+
+        Returns the value texts (a negative number with its ``-``), the token index
+        of each, and the shape. One loop over tokens with a stack of element counts.
+        """
         toks = self.toks
-        values: list[tuple[str, int]] = []
+        i = start = self.i
+        values: list[str] = []
+        where: list[int] = []
         counts: list[int] = []  # elements so far of each open list
         dims: dict[int, int] = {}  # depth -> length of the lists closed at that depth
         leaf_depth = -1
-        start = self.i
+        want_value = True
         while True:
-            k = self.i
-            tok = toks[k]
-            if tok == "[":
-                self.i = k + 1
-                if toks[k + 1] != "]":
-                    counts.append(0)
-                    continue
-                self.i = k + 2
-                closed = (len(counts), 0)
-            else:
-                if tok == "true" or tok == "false":
-                    self.i = k + 1
-                    values.append((tok, k))
+            tok = toks[i]
+            if want_value:
+                if tok == "[":
+                    i += 1
+                    if toks[i] != "]":
+                        counts.append(0)
+                        continue
+                    counts.append(0)  # an empty list: closed just below
+                    tok = "]"
                 else:
-                    self.number("a constant value (true, false or a number)")
-                    text = toks[self.i - 1]
-                    values.append(("-" + text if tok == "-" else text, k))
-                depth = len(counts)
-                if leaf_depth < 0:
-                    leaf_depth = depth
-                if depth != leaf_depth or any(d >= depth for d in dims):
-                    self.fail("ragged constant: values are nested to different depths", k)
-                closed = None
-            while True:
-                if closed is not None:
-                    depth, n = closed
-                    if dims.setdefault(depth, n) != n or (0 <= leaf_depth <= depth):
-                        self.fail("ragged constant: lists of one level have different lengths", start)
-                if not counts:
-                    ndim = leaf_depth if leaf_depth >= 0 else len(dims)
-                    if any(d not in dims for d in range(ndim)):
-                        self.fail("ragged constant: empty lists at different depths", start)
-                    return values, tuple(dims[d] for d in range(ndim))
-                counts[-1] += 1
-                tok = toks[self.i]
-                if tok == ",":
-                    self.i += 1
-                    break
-                if tok != "]":
-                    self.fail(f"expected ',' or ']' in constant values, got {_describe(tok)}")
-                self.i += 1
-                closed = (len(counts) - 1, counts.pop())
+                    where.append(i)
+                    if tok == "-":
+                        i += 1
+                        raw = toks[i]
+                        tok = "-" + raw
+                    else:
+                        raw = tok
+                    if not ("0" <= raw[0] <= "9" or raw in _CONST_WORDS):
+                        self.fail(f"expected a constant value (true, false or a number), got {_describe(raw)}", i)
+                    values.append(tok)
+                    i += 1
+                    depth = len(counts)
+                    if depth != leaf_depth:
+                        if leaf_depth >= 0:
+                            self.fail("ragged constant: values are nested to different depths", where[-1])
+                        leaf_depth = depth
+                        if any(d >= depth for d in dims):
+                            self.fail("ragged constant: values are nested to different depths", where[-1])
+                    if not counts:
+                        self.i = i
+                        return values, where, ()
+                    counts[-1] += 1
+                    want_value = False
+                    continue
+            if tok == ",":
+                i += 1
+                want_value = True
+                continue
+            if tok != "]":
+                self.i = i
+                self.fail(f"expected ',' or ']' in constant values, got {_describe(tok)}")
+            i += 1
+            n = counts.pop()
+            depth = len(counts)
+            if dims.setdefault(depth, n) != n:
+                self.fail("ragged constant: lists of one level have different lengths", start)
+            if 0 <= leaf_depth <= depth:
+                self.fail("ragged constant: values are nested to different depths", start)
+            if not counts:
+                self.i = i
+                ndim = leaf_depth if leaf_depth >= 0 else len(dims)
+                if any(d not in dims for d in range(ndim)):
+                    self.fail("ragged constant: empty lists at different depths", start)
+                return values, where, tuple(dims[d] for d in range(ndim))
+            counts[-1] += 1
+            want_value = False
 
     # ------------------------------------------------------------ module and functions
 
@@ -643,8 +678,10 @@ class _Parser:
             if tok[0] != "@" or len(tok) < 2:
                 if tok in _FUNC_WORDS:
                     self.fail(f"expected '@name = {tok}(...)': a module's functions are named (use parse_function)")
-                self.fail(f"expected a function definition '@name = function(...)' or '@name = primfunc(...)', "
-                          f"got {_describe(tok)}")
+                self.fail(
+                    f"expected a function definition '@name = function(...)' or '@name = primfunc(...)', "
+                    f"got {_describe(tok)}"
+                )
             name = self.name_of(k)[1]
             if name in seen:
                 line = self.text.count("\n", 0, self._offset(seen[name])) + 1
@@ -663,8 +700,7 @@ class _Parser:
             return self.relax_function()
         if tok == "primfunc":
             return self.prim_function()
-        near = closest_names(tok, _FUNC_WORDS, limit=1) if _is_ident(tok) else []
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        hint = _did_you_mean(tok, _FUNC_WORDS)
         self.fail(f"expected 'function' or 'primfunc', got {_describe(tok)}{hint}")
 
     # ------------------------------------------------------------ dataflow functions
@@ -718,7 +754,9 @@ class _Parser:
         #         [_CALL, op, args, attrs, start] / [_TUPLE, fields, start] / [_IF, cond, then, start]
         stack: list[list[Any]] = [[_BLOCK, keyword, [], None, None]]
         i = self.i
-        mode = 0  # 0: next item of the top block; 1: start an expression; 2: an expression is complete
+        # mode 0: next item of the top block; 1: start an expression; 2: an expression is complete;
+        # 3: inside the argument list of a call, before an argument (or its attrs, or its ")")
+        mode = 0
         value: Any = None
         while True:
             if mode == 0:
@@ -749,9 +787,12 @@ class _Parser:
                     self.i = i
                     other = "yield" if frame[1] == "return" else "return"
                     if tok == other:
-                        self.fail(f"expected {frame[1]!r} to end this block ({other!r} ends "
-                                  f"{'an if branch' if other == 'yield' else 'a function body'})")
-                    self.fail(f"expected a binding '%name = ...' or {frame[1]!r}, got {_describe(tok)}")
+                        self.fail(
+                            f"expected {frame[1]!r} to end this block ({other!r} ends "
+                            f"{'an if branch' if other == 'yield' else 'a function body'})"
+                        )
+                    hint = _did_you_mean(tok, (frame[1],))
+                    self.fail(f"expected a binding '%name = ...' or {frame[1]!r}, got {_describe(tok)}{hint}")
             if mode == 1:
                 tok = toks[i]
                 c = tok[0]
@@ -954,8 +995,9 @@ class _Parser:
                     return
                 if expect_param:
                     if tok[0] != "%" or len(tok) < 2:
-                        self.fail(f"expected a parameter '%name: dtype' or '%name: Buffer(...)', got "
-                                  f"{_describe(tok)}", k)
+                        self.fail(
+                            f"expected a parameter '%name: dtype' or '%name: Buffer(...)', got {_describe(tok)}", k
+                        )
                     if toks[k + 1] != ":":
                         self.fail(f"expected ':' after a parameter name, got {_describe(toks[k + 1])}", k + 1)
                     key, name = self.name_of(k)
@@ -966,6 +1008,12 @@ class _Parser:
                         if old is None:
                             self.names[key] = self.ids.fresh()  # the buffer is defined once its shape is parsed
                     else:
+                        if toks[k + 3] == "(":
+                            self.fail(
+                                f"expected a dtype or 'Buffer(...)' for parameter {key}, got "
+                                f"{_describe(toks[k + 2])}{_did_you_mean(toks[k + 2], ('Buffer',))}",
+                                k + 2,
+                            )
                         self.i = k + 2
                         dtype = self.dtype_word(True)
                         if old is None:
@@ -1135,8 +1183,7 @@ class _Parser:
             elif tok == _EOF:
                 self.fail("unexpected end of input: a '}' is missing")
             else:
-                near = closest_names(tok, _STMT_WORDS, limit=1) if _is_ident(tok) else []
-                hint = f" (did you mean {near[0]!r}?)" if near and tok not in KEYWORDS else ""
+                hint = _did_you_mean(tok, _STMT_WORDS)
                 self.fail(
                     f"unknown statement {_describe(tok)}{hint}; a statement is for, seq, if, let, allocate, "
                     "evaluate or a buffer store '%buf[...] = value'"
@@ -1156,8 +1203,7 @@ class _Parser:
         kk = self.i
         kind = _FOR_KINDS.get(toks[kk])
         if kind is None:
-            near = closest_names(toks[kk], _FOR_KINDS, limit=1) if _is_ident(toks[kk]) else []
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            hint = _did_you_mean(toks[kk], _FOR_KINDS)
             self.fail(f"unknown loop kind {_describe(toks[kk])}{hint}; one of: {', '.join(_FOR_KINDS)}")
         self.i = kk + 1
         self.expect("(", "after the loop kind")
@@ -1271,9 +1317,7 @@ class _Parser:
                     self.fail("'-' in front of an operand is only part of a number literal (write 0 - x)")
                 number = self.number("an expression")
                 i = self.i
-                value = (
-                    tir.IntImm("int32", number) if isinstance(number, int) else tir.FloatImm("float32", number)
-                )
+                value = tir.IntImm("int32", number) if isinstance(number, int) else tir.FloatImm("float32", number)
             elif tok in _PFORMS:
                 if toks[i + 1] != "(":
                     self.i = i + 1
@@ -1309,8 +1353,10 @@ class _Parser:
             else:
                 self.i = i
                 if _is_ident(tok) and tok not in KEYWORDS:
-                    self.fail(f"unknown name {_describe(tok)} in an expression (variables are written %name; "
-                              f"an immediate of a dtype is dtype(value))")
+                    self.fail(
+                        f"unknown name {_describe(tok)} in an expression (variables are written %name; "
+                        f"an immediate of a dtype is dtype(value))"
+                    )
                 self.fail(f"expected an expression, got {_describe(tok)}")
             vals.append(value)
             # ---- operator position
@@ -1379,8 +1425,11 @@ class _Parser:
         name = group[3]
         want = _PFORMS[name]
         if want is not None and len(args) != want:
-            self.fail(f"{name}(...) takes {want} argument{'s' if want != 1 else ''}"
-                      f"{' after the dtype' if name == 'cast' else ''}, got {len(args)}", group[2])
+            self.fail(
+                f"{name}(...) takes {want} argument{'s' if want != 1 else ''}"
+                f"{' after the dtype' if name == 'cast' else ''}, got {len(args)}",
+                group[2],
+            )
         if name == "min":
             return tir.Min(args[0], args[1])
         if name == "max":

@@ -454,7 +454,16 @@ def test_bench_tiny_with_json(tmp_path: Path) -> None:
 
 def test_bench_worker_list_and_pipeline(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
     proc = parpass(
-        "bench", "--functions", "12", "--workers", "1,2", "--pipeline", "seq(InferType,FoldConstant)", cwd=tmp_path
+        "bench",
+        "--functions",
+        "12",
+        "--repeat",
+        "1",
+        "--workers",
+        "1,2",
+        "--pipeline",
+        "seq(InferType,FoldConstant)",
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     assert "\nsequential " in proc.stdout and "\n  InferType " in proc.stdout and "2 workers" in proc.stdout
@@ -469,7 +478,18 @@ def test_bench_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     master, slave = pty.openpty()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "parpass", "bench", "--functions", "8", "--pipeline", "InferType,FoldConstant"],
+            [
+                sys.executable,
+                "-m",
+                "parpass",
+                "bench",
+                "--functions",
+                "8",
+                "--repeat",
+                "2",
+                "--pipeline",
+                "InferType,FoldConstant",
+            ],
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=slave,
@@ -488,7 +508,7 @@ def test_bench_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     finally:
         os.close(master)
     assert proc.returncode == 0
-    assert b"\r[" in shown and b"in-process: FoldConstant" in shown and b"2 workers: InferType" in shown
+    assert b"\r[" in shown and b"in-process run 2/2: FoldConstant" in shown and b"2 workers run 1/2: InferType" in shown
     assert shown.endswith(b"\r\x1b[K")  # the bar is erased at the end
     assert b"\r" not in stdout  # the table itself has no bar in it
 
@@ -497,10 +517,37 @@ def test_bench_plot(tmp_path: Path, run_main) -> None:  # type: ignore[no-untype
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        result = run_main("bench", "--functions", "8", "--plot", "s.png", cwd=tmp_path)
+        result = run_main("bench", "--functions", "8", "--repeat", "1", "--plot", "s.png", cwd=tmp_path)
         assert_usage_error(result, "--plot needs matplotlib", "pip install 'parpass[plot]'")
         assert not (tmp_path / "s.png").exists()
         return
-    proc = parpass("bench", "--functions", "8", "--workers", "2", "--plot", "s.png", cwd=tmp_path)
+    proc = parpass("bench", "--functions", "8", "--repeat", "1", "--workers", "2", "--plot", "s.png", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_figures_are_medians_speedups_and_efficiencies() -> None:
+    from parpass.cli.bench import Run, render_table, summarize
+
+    pipeline = parse_pipeline("InferType,RemoveUnusedFunctions")
+    a, b = ("sequential#0", "InferType#0"), ("sequential#0", "RemoveUnusedFunctions#0")
+    depths = {a: 0, b: 0}
+
+    def run(workers: int, t_a: float, t_b: float, wall: float, parallel: bool = True) -> Run:
+        waves = [{"passes": ["InferType"], "parallel": parallel, "reason": "parallel" if parallel else "estimated"}]
+        waves[0].update(functions=100, parent_seconds=0.001)
+        return Run(workers, wall, {a: t_a, b: t_b}, depths, waves, wall / 2, [])
+
+    runs = [run(1, 1.0, 0.1, 1.2), run(1, 3.0, 0.1, 3.2), run(1, 2.0, 0.1, 2.2)]
+    runs += [run(4, 0.5, 0.2, 0.8), run(4, 0.4, 0.2, 0.7), run(4, 9.0, 0.2, 9.9, parallel=False)]
+    summary = summarize(runs, [4], 2, {"sequential"}, pipeline)
+    infer = summary["rows"][0]
+    assert infer["seconds"] == {"1": 2.0, "4": 0.5}  # medians
+    assert infer["speedup"]["4"] == 4.0 and infer["efficiency"]["4"] == 2.0  # 4x on min(4 workers, 2 cores)
+    assert infer["where"] == "4 workers: in-process (estimated)"
+    assert summary["rows"][1]["where"] == "module pass: in-process"
+    assert summary["total"]["seconds"] == {"1": 2.2, "4": 0.8}
+    assert summary["total_fused"]["seconds"] == {"1": 1.1, "4": 0.4}
+    assert summary["parent_overhead_per_function"]["4"] == pytest.approx(1e-5)
+    table = render_table(summary, [4], 2)
+    assert "InferType                      2,000.0 ms" in table and "4.00x" in table and "200%" in table
