@@ -90,11 +90,11 @@ def light_pipeline() -> Pass:
 
     return Sequential(
         [
+            passes.InferType(),
             passes.CanonicalizeBindings(),
             passes.FoldConstant(),
             passes.EliminateCommonSubexpr(),
             passes.DeadCodeElimination(),
-            passes.InferType(),
         ],
         name="light_pipeline",
     )

@@ -74,11 +74,40 @@ class ParallelExecutor:
         self.last: WaveStats | None = None
         self.history: list[WaveStats] = []
         self._warned: set[str] = set()
+        self._looks_up: set[str] = set()
         self._lock = threading.Lock()
+
+    def forget(self) -> None:
+        """Drop everything learned so far (pass costs, pool overhead, passes that look up others)."""
+        with self._lock:
+            self.cost = CostModel()
+            self._looks_up.clear()
+            self.history.clear()
+            self.last = None
 
     # ------------------------------------------------------------ decision
 
     def run(self, passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
+        out = mod
+        for segment in self._segments(passes):
+            out = self._run_chain(segment, out, ctx)
+        return out
+
+    def _segments(self, passes: Sequence[FunctionLevelPass]) -> list[Sequence[FunctionLevelPass]]:
+        """The chain cut before every pass seen looking up functions an earlier pass of a fused wave changes.
+
+        In a fused wave, such a lookup makes the worker run the earlier passes on
+        the looked-up function again (the result is the same, the work is not
+        free); the executor notices it and ships those passes in waves of their own.
+        """
+        segments: list[list[FunctionLevelPass]] = [[]]
+        for index, p in enumerate(passes):
+            if index and p.info.name in self._looks_up:
+                segments.append([])
+            segments[-1].append(p)
+        return segments
+
+    def _run_chain(self, passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
         names = tuple(p.info.name for p in passes)
         cfg = ParallelConfig.of(ctx)
         if backend_mod.in_worker():
@@ -186,6 +215,9 @@ class ParallelExecutor:
             remove(progress.path)
             remove(wave_path)
         wait_end = time.perf_counter()
+        for stage, p in enumerate(passes):
+            if any(stage < len(r.recomputed) and r.recomputed[stage] for r in results):
+                self._looks_up.add(p.info.name)
         nbytes = sum(sizes)
         busy = sum(r.seconds for r in results)
         try:

@@ -58,6 +58,8 @@ class ChunkResult:
     emissions: list[tuple[int, int, list[Emission]]] = field(default_factory=list)  # (stage, index, ...)
     errors: list[TaskError] = field(default_factory=list)
     seconds: float = 0.0
+    #: per stage of a fused chain: functions its module view had to compute by running earlier passes
+    recomputed: list[int] = field(default_factory=list)
 
 
 class _Recorder(PassInstrument):
@@ -117,6 +119,7 @@ class _Wave:
         self.quiet_ctx = PassContext.from_snapshot(snapshot)
         self.attrs = msgspec.msgpack.decode(header.module_attrs)
         self.index = {name: i for i, name in enumerate(header.names)}
+        self.recomputed = [0] * len(self.passes)
         self.views: list[IRModule] = [self._input_view()]
         for stage in range(1, len(self.passes)):
             self.views.append(self._stage_view(stage))
@@ -136,6 +139,7 @@ class _Wave:
             if not applies(p, func):
                 return func
             # Computed here only to be looked up: its output and events belong to its own task.
+            self.recomputed[stage] += 1
             saved_sink, self.capture.sink = self.capture.sink, []
             saved_record, self.recorder.sink = self.recorder.sink, None
             try:
@@ -176,6 +180,7 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
     out = ChunkResult()
     names = wave.file.header.names
     capture, recorder, ctx, views = wave.capture, wave.recorder, wave.ctx, wave.views
+    wave.recomputed = [0] * len(wave.passes)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # decoding builds many small objects: collecting during it costs several times the decode
     try:
@@ -206,6 +211,7 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
         progress.idle(slot)
         progress.close()
     out.seconds = time.perf_counter() - start
+    out.recomputed = wave.recomputed
     return out
 
 

@@ -18,6 +18,6 @@ def small_module() -> IRModule:
 
 @pytest.fixture
 def history() -> Iterator[list]:
-    """The executor's wave log, cleared for the test."""
-    executor.history.clear()
+    """The executor's wave log, cleared for the test (with what the executor learned before it)."""
+    executor.forget()
     yield executor.history

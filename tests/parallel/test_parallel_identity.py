@@ -61,6 +61,10 @@ def test_fused_chain_is_one_wave_and_sees_the_previous_pass(small_module: IRModu
     out = _run(chain, small_module, 2)
     waves = [w for w in history if w.parallel]
     assert [w.passes for w in waves] == [("CountBindings", "LookUpCallees")]
+    # the workers had to run CountBindings again on looked-up callees: next time the chain is cut there
+    history.clear()
+    assert module_bytes(_run(chain, small_module, 2)) == module_bytes(out)
+    assert [w.passes for w in history if w.parallel] == [("CountBindings",), ("LookUpCallees",)]
     main = out["main"]
     # main calls other functions; LookUpCallees saw them after CountBindings
     assert main.attrs["callees"]
