@@ -401,7 +401,7 @@ class _Parser:
     # ------------------------------------------------------------ building
 
     def build_pass(self, name: str, name_pos: int, options: list[_Option]) -> tuple[Pass, str]:
-        factory = registry._FACTORIES.get(name)
+        factory = registry.get_pass_factory(name)
         if factory is None:
             known = registry.list_passes()
             near = closest_names(name, known, limit=5)

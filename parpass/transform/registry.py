@@ -17,7 +17,7 @@ from parpass.errors import not_found
 if TYPE_CHECKING:
     from parpass.transform.passes import Pass
 
-__all__ = ["get_pass", "list_passes", "register_pass"]
+__all__ = ["get_pass", "get_pass_factory", "list_passes", "register_pass"]
 
 _F = TypeVar("_F", bound=Callable[[], "Pass"])
 
@@ -80,6 +80,11 @@ def get_pass(name: str) -> Pass:
     if not isinstance(p, Pass):
         raise TypeError(f"the factory registered as pass {name!r} returned {type(p).__name__}, not a Pass")
     return p
+
+
+def get_pass_factory(name: str) -> Callable[..., Pass] | None:
+    """The factory registered as ``name`` (to call with options, as pipeline specs do), or None."""
+    return _FACTORIES.get(name)
 
 
 def list_passes() -> list[str]:
