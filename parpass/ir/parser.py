@@ -10,12 +10,13 @@ other formats) and :func:`parpass.ir.load` parses it back.
 What comes back. The result is structurally equal to the module that was
 printed (:func:`~parpass.ir.structural_equal`: same IR up to variable ids and
 name hints), and printing it again gives the same text. Variables get fresh
-function-local ids from an :class:`~parpass.ir.ids.IdSupply`, in the order of
-their first definition in the text (PrimFunc parameters first, in order), and
-their display names as name hints, so the same text always gives byte-identical
-IR. Within a function one display name is one variable, as the printer
-guarantees: a name defined a second time (a loop variable reused by two sibling
-loops, a variable bound in both branches of an ``If``) is the same variable.
+function-local ids from an :class:`~parpass.ir.ids.IdSupply` in definition order
+(parameters first, in order; a binding's, loop's or let's variable right after
+its value, min and extent, which do not see it), and their display names as name
+hints, so the same text always gives byte-identical IR. Within a function one
+display name is one variable, as the printer guarantees: a name defined a second
+time (a loop variable reused by two sibling loops, a variable bound in both
+branches of an ``If``) is the same variable.
 
 Checks. A variable must be defined (textually) before it is used; relax ops must
 be registered; dtypes must be known (:data:`~parpass.ir.builtin_ops.DTYPES`, and
@@ -196,7 +197,7 @@ def _decode_string(tok: str) -> str:
     """The value of a JSON string token (raises ValueError on a bad escape)."""
     if "\\" not in tok:
         return tok[1:-1]
-    value = json.loads(tok)
+    value = json.loads(tok, strict=False)  # strict=False: raw control characters pass, as on the fast path
     assert isinstance(value, str)
     return value
 
@@ -359,7 +360,7 @@ class _Parser:
     def literal(self) -> Any:
         """A JSON-like literal: null, true, false, numbers (with inf/nan), strings, lists, dicts."""
         toks = self.toks
-        stack: list[list[Any]] = []  # open containers: [container, is_dict, pending key, key token]
+        stack: list[list[Any]] = []  # open containers: [container, is_dict, pending key]
         while True:
             k = self.i
             tok = toks[k]
@@ -370,14 +371,14 @@ class _Parser:
                     self.i = k + 2
                     value = []
                 else:
-                    stack.append([[], False, None, k])
+                    stack.append([[], False, None])
                     continue
             elif tok == "{":
                 if toks[k + 1] == "}":
                     self.i = k + 2
                     value = {}
                 else:
-                    frame: list[Any] = [{}, True, None, 0]
+                    frame: list[Any] = [{}, True, None]
                     self._dict_key(frame)
                     stack.append(frame)
                     continue
@@ -528,12 +529,12 @@ class _Parser:
         m = _TENSOR_FAST.match(tok)
         t: Type
         if m is not None:
-            dtype = self.dtype(m.group(2), k, False, shift=m.start(2))
+            dtype = self.dtype(m.group(2), k, False, shift=m.start(2) - 1)  # at the quote, as for a string token
             t = TensorType(tuple(int(d) for d in m.group(1).replace(",", " ").split()), dtype)
         else:
             m = _PRIM_FAST.match(tok)
             assert m is not None
-            t = PrimType(self.dtype(m.group(1), k, False, shift=m.start(1)))
+            t = PrimType(self.dtype(m.group(1), k, False, shift=m.start(1) - 1))
         self.types[tok] = t
         return t
 
@@ -750,9 +751,10 @@ class _Parser:
         """
         toks = self.toks
         names = self.names
-        # frames: [_BLOCK, keyword, bindings, pending var or None (None: the body), pending type]
+        # frames: [_BLOCK, keyword, bindings, token index of the pending binding's variable (-1: the body),
+        #          the pending binding's type]
         #         [_CALL, op, args, attrs, start] / [_TUPLE, fields, start] / [_IF, cond, then, start]
-        stack: list[list[Any]] = [[_BLOCK, keyword, [], None, None]]
+        stack: list[list[Any]] = [[_BLOCK, keyword, [], -1, None]]
         i = self.i
         # mode 0: next item of the top block; 1: start an expression; 2: an expression is complete;
         # 3: inside the argument list of a call, before an argument (or its attrs, or its ")")
@@ -763,9 +765,7 @@ class _Parser:
                 frame = stack[-1]
                 tok = toks[i]
                 if tok[0] == "%" and len(tok) > 1:
-                    var = names.get(tok) if tok[1] != '"' else None
-                    if var is None:
-                        var = self.define_rvar(i)
+                    frame[3] = i  # the variable is defined once its value is parsed
                     i += 1
                     ty = None
                     if toks[i] == ":":
@@ -776,12 +776,11 @@ class _Parser:
                         self.i = i
                         self.fail(f"expected '=' in a binding, got {_describe(toks[i])}")
                     i += 1
-                    frame[3] = var
                     frame[4] = ty
                     mode = 1
                 elif tok == frame[1]:
                     i += 1
-                    frame[3] = None
+                    frame[3] = -1
                     mode = 1
                 else:
                     self.i = i
@@ -894,8 +893,11 @@ class _Parser:
                     self.i = i
                     self.fail(f"expected ',' or ')' in the arguments of a call, got {_describe(tok)}")
             elif kind == _BLOCK:
-                var = frame[3]
-                if var is not None:
+                k = frame[3]
+                if k >= 0:
+                    var = names.get(toks[k])
+                    if var is None:
+                        var = self.define_rvar(k)
                     frame[2].append(relax.Binding(var, value, frame[4]))
                     mode = 0
                     continue
@@ -915,7 +917,7 @@ class _Parser:
                     self.expect("else", "after the first branch of an if")
                     self.expect("{", "to open the else branch")
                     i = self.i
-                    stack.append([_BLOCK, "yield", [], None, None])
+                    stack.append([_BLOCK, "yield", [], -1, None])
                     mode = 0
                     continue
                 stack.pop()
@@ -947,7 +949,7 @@ class _Parser:
                     self.i = i
                     self.fail(f"expected '{{' after the condition of an if, got {_describe(toks[i])}")
                 i += 1
-                stack.append([_BLOCK, "yield", [], None, None])
+                stack.append([_BLOCK, "yield", [], -1, None])
                 mode = 0
 
     # ------------------------------------------------------------ loop-level functions
@@ -1166,9 +1168,10 @@ class _Parser:
                     self.fail(f"expected a variable after 'let', got {_describe(toks[kv])}")
                 self.i = kv + 1
                 self.expect(":", "after the variable of a let")
-                var = self.define_tvar(kv, self.dtype_word(True))
+                dtype = self.dtype_word(True)
                 self.expect("=", "in a let")
                 value = self.prim_expr()
+                var = self.define_tvar(kv, dtype)  # after its value, which does not see it
                 self.expect("{", "after the value of a let")
                 stack.append([_S_LET, [], var, value])
             elif tok == "allocate":
@@ -1198,7 +1201,7 @@ class _Parser:
             self.fail(f"expected a loop variable after 'for', got {_describe(toks[k])}")
         self.i = k + 1
         self.expect(":", "after the loop variable")
-        var = self.define_tvar(k, self.dtype_word(True))
+        dtype = self.dtype_word(True)
         self.expect("in", "after the loop variable's dtype")
         kk = self.i
         kind = _FOR_KINDS.get(toks[kk])
@@ -1215,6 +1218,7 @@ class _Parser:
         self.expect("=", "after 'extent'")
         extent = self.prim_expr()
         self.expect(")", "after the loop's extent")
+        var = self.define_tvar(k, dtype)  # after min and extent, which do not see it
         ann: dict[str, Any] = {}
         if toks[self.i] == "annotations":
             self.i += 1
