@@ -120,6 +120,7 @@ class _Wave:
         self.attrs = msgspec.msgpack.decode(header.module_attrs)
         self.index = {name: i for i, name in enumerate(header.names)}
         self.recomputed = [0] * len(self.passes)
+        self._loading = 0
         self.views: list[IRModule] = [self._input_view()]
         for stage in range(1, len(self.passes)):
             self.views.append(self._stage_view(stage))
@@ -135,18 +136,24 @@ class _Wave:
         before, p = self.views[stage - 1], self.passes[stage - 1]
 
         def load(name: str) -> BaseFunc:
-            func = before[name]
-            if not applies(p, func):
-                return func
-            # Computed here only to be looked up: its output and events belong to its own task.
-            self.recomputed[stage] += 1
-            saved_sink, self.capture.sink = self.capture.sink, []
-            saved_record, self.recorder.sink = self.recorder.sink, None
+            outermost = not self._loading  # the lookup of the pass itself, not an earlier stage it pulls in
+            self._loading += 1
             try:
-                with self.quiet_ctx:
-                    return p.transform_one(func, name, before, self.quiet_ctx)
+                func = before[name]
+                if not applies(p, func):
+                    return func
+                if outermost:
+                    self.recomputed[stage] += 1
+                # Computed here only to be looked up: its output and events belong to its own task.
+                saved_sink, self.capture.sink = self.capture.sink, []
+                saved_record, self.recorder.sink = self.recorder.sink, None
+                try:
+                    with self.quiet_ctx:
+                        return p.transform_one(func, name, before, self.quiet_ctx)
+                finally:
+                    self.capture.sink, self.recorder.sink = saved_sink, saved_record
             finally:
-                self.capture.sink, self.recorder.sink = saved_sink, saved_record
+                self._loading -= 1
 
         mod = IRModule.from_loader(self.file.header.names, load, self.attrs)
         return mod.read_only_view(view_reason(self.passes[stage].info.name))
