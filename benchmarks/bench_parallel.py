@@ -100,18 +100,30 @@ def light_pipeline() -> Pass:
     )
 
 
-def timed(pass_: Pass, mod: IRModule, workers: int, repeat: int) -> tuple[float, IRModule]:
-    """Median seconds of ``pass_(mod)`` over ``repeat`` runs (after one warm-up), and its output."""
-    config = {"parpass.num_workers": workers}
-    samples = []
-    out = mod
-    with PassContext(opt_level=3, config=config):
-        pass_(mod)
-        for _ in range(repeat):
-            start = time.perf_counter()
-            out = pass_(mod)
-            samples.append(time.perf_counter() - start)
-    return statistics.median(samples), out
+def timed(pass_: Pass, mod: IRModule, workers: int, repeat: int) -> tuple[list[float], list[float], IRModule, IRModule]:
+    """Seconds of ``pass_(mod)`` in-process and with ``workers`` workers, ``repeat`` times each, interleaved.
+
+    Interleaving puts both sides through the same spells of noise from other
+    programs on a shared machine; one warm-up run of each comes first.
+    """
+    inline_ctx = PassContext(opt_level=3, config={"parpass.num_workers": 1})
+    parallel_ctx = PassContext(opt_level=3, config={"parpass.num_workers": workers})
+    serial: list[float] = []
+    parallel: list[float] = []
+    serial_out = parallel_out = mod
+    for round_ in range(repeat + 1):
+        for ctx, samples in ((inline_ctx, serial), (parallel_ctx, parallel)):
+            with ctx:
+                start = time.perf_counter()
+                out = pass_(mod)
+                elapsed = time.perf_counter() - start
+            if round_:
+                samples.append(elapsed)
+            if ctx is inline_ctx:
+                serial_out = out
+            else:
+                parallel_out = out
+    return serial, parallel, serial_out, parallel_out
 
 
 def _spin(n: int) -> int:
@@ -149,7 +161,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--functions", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--verbose", action="store_true", help="print the last waves of each case")
     args = parser.parse_args()
 
     big = random_module(num_functions=args.functions, seed=0)
@@ -166,25 +179,29 @@ def main() -> int:
     print(f"module: random_module({args.functions}) = {len(big)} functions")
     headroom = machine_headroom(args.workers)
     print(f"machine headroom now (a pure-Python loop on {args.workers} processes vs 1): {headroom:.2f}x\n")
-    print("| case | in-process ms | parallel ms | speedup | target | parent overhead µs/function | mode |")
+    print("| case | in-process ms | parallel ms | speedup (median of ratios) | target | parent µs/function | mode |")
     print("|---|---:|---:|---:|---|---:|---|")
     ok = True
     for label, make, mod, target in cases:
         pass_ = make()
-        serial, serial_out = timed(pass_, mod, 1, args.repeat)
         executor.history.clear()
-        parallel, parallel_out = timed(pass_, mod, args.workers, args.repeat)
-        waves = [w for w in executor.history[-args.repeat :]]
-        shipped = [w for w in waves if w.parallel]
-        overhead = statistics.median(w.parent_seconds / max(w.functions, 1) for w in shipped) * 1e6 if shipped else 0.0
-        mode = "workers" if shipped else f"in-process ({waves[-1].reason})" if waves else "?"
+        serial, parallel, serial_out, parallel_out = timed(pass_, mod, args.workers, args.repeat)
+        waves = [w for w in executor.history if w.parallel]
+        overhead = statistics.median(w.parent_seconds / max(w.functions, 1) for w in waves) * 1e6 if waves else 0.0
+        last = [w for w in executor.history[-8:]]
+        shipped = sum(w.parallel for w in last)
+        mode = f"{shipped} of {len(last)} last waves in workers" if last else "?"
         identical = same_bytes(serial_out, parallel_out)
         ok &= identical
-        speedup = serial / parallel
+        speedup = statistics.median(s / p for s, p in zip(serial, parallel, strict=True))
         print(
-            f"| {label} | {serial * 1e3:.1f} | {parallel * 1e3:.1f} | {speedup:.2f}x | {target} | "
-            f"{overhead:.1f} | {mode}{'' if identical else ' (OUTPUT DIFFERS)'} |"
+            f"| {label} | {statistics.median(serial) * 1e3:.1f} | {statistics.median(parallel) * 1e3:.1f} | "
+            f"{speedup:.2f}x | {target} | {overhead:.1f} | {mode}{'' if identical else ' (OUTPUT DIFFERS)'} |"
         )
+        if args.verbose:
+            for w in executor.history[-6:]:
+                where = "workers" if w.parallel else f"in-process ({w.reason})"
+                print(f"    {' -> '.join(w.passes)}: {w.wall * 1e3:.1f} ms, {where}")
     parpass.shutdown()
     return 0 if ok else 1
 

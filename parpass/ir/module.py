@@ -306,6 +306,11 @@ class IRModule:
             mod._slots[name] = _Slot(loader=lambda name=name: loader(name))  # type: ignore[misc]
         return mod
 
+    def cached_size(self, key: FuncKey) -> int | None:
+        """Length of function ``key``'s encoded bytes if the module holds them, else None (nothing is encoded)."""
+        data = self._slot(key).data
+        return None if data is None else len(data)
+
     def is_decoded(self, key: FuncKey) -> bool:
         """Whether function ``key`` is held decoded (for tests of laziness)."""
         return self._slot(key).func is not None

@@ -435,7 +435,7 @@ def convert(value: PrimExprLike, like: PrimExprBase | None = None, dtype: str | 
     raise TypeError(f"cannot convert {type(value).__name__} {value!r} to a PrimExpr")
 
 
-def operands(expr: PrimExpr) -> tuple[PrimExpr, ...]:
+def operands(expr: PrimExprBase) -> tuple[PrimExpr, ...]:
     """The operand expressions of ``expr``, in field order (a load's indices, not its buffer).
 
     Unlike :meth:`Node.children`, this names only expressions, which is what

@@ -30,44 +30,38 @@ _SAMPLES = 5
 
 
 class CostModel:
-    """Running estimates of pass cost and pool overhead, shared by all contexts of a process."""
+    """Running estimates of pass cost and pool overhead, shared by all contexts of a process.
+
+    A chain's cost is learned twice: in-process (wall seconds per byte of IR in
+    the parent) and in workers (busy seconds per byte, which also pays for
+    decoding and encoding). A chain measured only in workers, whose measured
+    advantage is thin, is run in-process once to learn its in-process cost.
+    """
 
     def __init__(self) -> None:
-        self._rates: dict[tuple[str, ...], float] = {}
+        self._inline: dict[tuple[str, ...], float] = {}
+        self._worker: dict[tuple[str, ...], float] = {}
         self.overhead = DEFAULT_OVERHEAD
         self._overheads: list[float] = []
         self.ship_rate = DEFAULT_SHIP_RATE
         self._lock = threading.Lock()
 
-    def rate(self, chain: Sequence[str]) -> float:
-        """Estimated seconds per byte of the chain of passes named ``chain``."""
-        key = tuple(chain)
-        with self._lock:
-            if key in self._rates:
-                return self._rates[key]
-            singles = [self._rates.get((name,)) for name in key]
-        return sum(r if r is not None else DEFAULT_RATE for r in singles)
+    @staticmethod
+    def _fold(table: dict[tuple[str, ...], float], key: tuple[str, ...], rate: float) -> None:
+        old = table.get(key)
+        table[key] = rate if old is None else (1 - _ALPHA) * old + _ALPHA * rate
 
-    def measured(self, chain: Sequence[str]) -> bool:
-        with self._lock:
-            return tuple(chain) in self._rates
+    def record_inline(self, chain: Sequence[str], seconds: float, nbytes: int) -> None:
+        """The chain took ``seconds`` in-process on ``nbytes`` of IR."""
+        if nbytes > 0:
+            with self._lock:
+                self._fold(self._inline, tuple(chain), seconds / nbytes)
 
-    def record_work(self, chain: Sequence[str], seconds: float, nbytes: int) -> None:
-        """Fold in a measurement: the chain took ``seconds`` of work on ``nbytes`` of IR."""
-        if nbytes <= 0:
-            return
-        key = tuple(chain)
-        rate = seconds / nbytes
-        with self._lock:
-            old = self._rates.get(key)
-            self._rates[key] = rate if old is None else (1 - _ALPHA) * old + _ALPHA * rate
-            if len(key) == 1:
-                return
-            # Apportion the chain's rate to its passes that were never measured alone.
-            known = sum(self._rates.get((n,), 0.0) for n in key)
-            missing = [n for n in key if (n,) not in self._rates]
-            for name in missing:
-                self._rates[(name,)] = max(rate - known, 0.0) / len(missing)
+    def record_workers(self, chain: Sequence[str], busy: float, nbytes: int) -> None:
+        """The chain kept the workers busy ``busy`` seconds in all on ``nbytes`` of IR."""
+        if nbytes > 0:
+            with self._lock:
+                self._fold(self._worker, tuple(chain), busy / nbytes)
 
     def record_wave(self, wall: float, busy: float, workers: int, nbytes: int) -> None:
         """Fold in a parallel wave: ``wall`` seconds in the parent for ``busy`` seconds of worker time.
@@ -81,18 +75,30 @@ class CostModel:
             del self._overheads[:-_SAMPLES]
             self.overhead = statistics.median(self._overheads)
 
-    def inline_seconds(self, chain: Sequence[str], nbytes: int) -> float:
-        return self.rate(chain) * nbytes
-
-    def parallel_seconds(self, chain: Sequence[str], nbytes: int, workers: int) -> float:
-        return self.overhead + self.ship_rate * nbytes + self.inline_seconds(chain, nbytes) / workers
+    def estimates(self, chain: Sequence[str], nbytes: int, workers: int) -> tuple[float, float]:
+        """Estimated (in-process seconds, parallel seconds) of the chain on ``nbytes`` of IR."""
+        key = tuple(chain)
+        with self._lock:
+            inline_rate = self._inline.get(key)
+            worker_rate = self._worker.get(key)
+        if inline_rate is None:
+            inline_rate = worker_rate if worker_rate is not None else DEFAULT_RATE * len(key)
+        if worker_rate is None:
+            worker_rate = inline_rate
+        parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / max(workers, 1)
+        return inline_rate * nbytes, parallel
 
     def should_parallelize(self, chain: Sequence[str], nbytes: int, workers: int, inline_below: float) -> bool:
         """The automatic decision: workers only when they are expected to win."""
-        inline = self.inline_seconds(chain, nbytes)
+        inline, parallel = self.estimates(chain, nbytes, workers)
         if inline_below >= 0:
             return inline >= inline_below
-        return self.parallel_seconds(chain, nbytes, workers) < inline
+        key = tuple(chain)
+        with self._lock:
+            explore = key in self._worker and key not in self._inline
+        if explore and inline < 1.5 * parallel:
+            return False  # measured only in workers, and not by a wide margin: learn the in-process cost once
+        return parallel < inline
 
 
 def plan_chunks(sizes: Sequence[int], workers: int) -> list[list[int]]:

@@ -75,6 +75,7 @@ class ParallelExecutor:
         self.history: list[WaveStats] = []
         self._warned: set[str] = set()
         self._looks_up: set[str] = set()
+        self._bytes_per_function = 2000.0  # encoded size of a function, averaged over the last wave
         self._lock = threading.Lock()
 
     def forget(self) -> None:
@@ -93,7 +94,7 @@ class ParallelExecutor:
             out = self._run_chain(segment, out, ctx)
         return out
 
-    def _segments(self, passes: Sequence[FunctionLevelPass]) -> list[Sequence[FunctionLevelPass]]:
+    def _segments(self, passes: Sequence[FunctionLevelPass]) -> list[list[FunctionLevelPass]]:
         """The chain cut before every pass seen looking up functions an earlier pass of a fused wave changes.
 
         In a fused wave, such a lookup makes the worker run the earlier passes on
@@ -123,12 +124,16 @@ class ParallelExecutor:
         targets = _targets(passes, mod)
         if not targets:
             return self._run_inline(passes, mod, ctx, names, "no target functions")
+        if cfg.mode == "auto":
+            # Decide on the amount of IR without encoding anything just to measure it.
+            estimate = self._estimated_bytes(mod, targets)
+            if not self.cost.should_parallelize(names, estimate, cfg.num_workers, cfg.inline_below):
+                return self._run_inline(passes, mod, ctx, names, "estimated faster in-process", estimate)
         t0 = time.perf_counter()
         sizes = [len(mod.encoded_function(name)) for name in targets]
         nbytes = sum(sizes)
         encode_seconds = time.perf_counter() - t0
-        if cfg.mode == "auto" and not self.cost.should_parallelize(names, nbytes, cfg.num_workers, cfg.inline_below):
-            return self._run_inline(passes, mod, ctx, names, "estimated faster in-process", nbytes)
+        self._bytes_per_function = nbytes / len(sizes)
         try:
             pickled = cloudpickle.dumps(list(passes))
         except Exception as err:
@@ -141,6 +146,14 @@ class ParallelExecutor:
                 warnings.warn(message + "; running it in-process", RuntimeWarning, stacklevel=2)
             return self._run_inline(passes, mod, ctx, names, "pass cannot be pickled", nbytes)
         return self._run_parallel(passes, pickled, mod, ctx, cfg, targets, sizes, encode_seconds)
+
+    def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> int:
+        """Encoded size of ``targets``: the held bytes where there are some, else the average seen so far."""
+        total = 0
+        for name in targets:
+            size = mod.cached_size(name)
+            total += int(self._bytes_per_function) if size is None else size
+        return total
 
     def _run_inline(
         self,
@@ -155,7 +168,7 @@ class ParallelExecutor:
         result = self.inline.run(passes, mod, ctx)
         wall = time.perf_counter() - start
         if nbytes and not backend_mod.in_worker():
-            self.cost.record_work(names, wall, nbytes)
+            self.cost.record_inline(names, wall, nbytes)
         self._remember(WaveStats(names, False, reason, nbytes=nbytes, wall=wall, parent_seconds=wall))
         return result
 
@@ -225,7 +238,7 @@ class ParallelExecutor:
             self._replay_and_raise(results, passes, all_names, mod, ctx, cfg)
         finally:
             end = time.perf_counter()
-            self.cost.record_work(names, busy, nbytes)
+            self.cost.record_workers(names, busy, nbytes)
             self.cost.record_wave(wait_end - start, busy, cfg.num_workers, nbytes)
             parent = setup + encode_seconds + (end - wait_end)
             wall = end - start + encode_seconds
