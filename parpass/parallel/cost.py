@@ -22,7 +22,7 @@ DEFAULT_OVERHEAD = 4e-3
 #: Parent-side cost per byte shipped and merged, assumed before measured.
 DEFAULT_SHIP_RATE = 1e-9
 #: Chunks per worker: more balances load better, fewer cost fewer round trips.
-CHUNKS_PER_WORKER = 4
+CHUNKS_PER_WORKER = 8
 #: Smoothing of the running estimates (weight of the newest measurement).
 _ALPHA = 0.5
 #: Waves whose overhead the estimate is the median of.
