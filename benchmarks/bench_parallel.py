@@ -213,9 +213,9 @@ def main() -> int:
         serial, parallel, serial_out, parallel_out = timed(pass_, mod, args.workers, args.repeat)
         waves = [w for w in executor.history if w.parallel]
         overhead = statistics.median(w.parent_seconds / max(w.functions, 1) for w in waves) * 1e6 if waves else 0.0
-        last = [w for w in executor.history[-8:]]
-        shipped = sum(w.parallel for w in last)
-        mode = f"{shipped} of {len(last)} last waves in workers" if last else "?"
+        auto = [w for w in executor.history if w.reason != "configured in-process"]
+        shipped = sum(w.parallel for w in auto)
+        mode = f"{shipped} of {len(auto)} waves in workers" if auto else "?"
         identical = same_bytes(serial_out, parallel_out)
         ok &= identical
         speedup = statistics.median(s / p for s, p in zip(serial, parallel, strict=True))
