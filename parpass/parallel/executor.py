@@ -83,6 +83,7 @@ class ParallelExecutor:
         with self._lock:
             self.cost = CostModel()
             self._looks_up.clear()
+            self._bytes_per_function = 2000.0
             self.history.clear()
             self.last = None
 
@@ -129,11 +130,6 @@ class ParallelExecutor:
             estimate = self._estimated_bytes(mod, targets)
             if not self.cost.should_parallelize(names, estimate, cfg.num_workers, cfg.inline_below):
                 return self._run_inline(passes, mod, ctx, names, "estimated faster in-process", estimate)
-        t0 = time.perf_counter()
-        sizes = [len(mod.encoded_function(name)) for name in targets]
-        nbytes = sum(sizes)
-        encode_seconds = time.perf_counter() - t0
-        self._bytes_per_function = nbytes / len(sizes)
         try:
             pickled = cloudpickle.dumps(list(passes))
         except Exception as err:
@@ -144,7 +140,12 @@ class ParallelExecutor:
             if key not in self._warned:
                 self._warned.add(key)
                 warnings.warn(message + "; running it in-process", RuntimeWarning, stacklevel=2)
-            return self._run_inline(passes, mod, ctx, names, "pass cannot be pickled", nbytes)
+            return self._run_inline(passes, mod, ctx, names, "pass cannot be pickled")
+        t0 = time.perf_counter()
+        sizes = [len(mod.encoded_function(name)) for name in targets]
+        nbytes = sum(sizes)
+        encode_seconds = time.perf_counter() - t0
+        self._bytes_per_function = nbytes / len(sizes)
         return self._run_parallel(passes, pickled, mod, ctx, cfg, targets, sizes, encode_seconds)
 
     def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> int:
