@@ -28,7 +28,8 @@ from collections.abc import Callable
 
 import parpass
 from parpass.ir import IRModule, relax
-from parpass.parallel import executor, get_backend, usable_cores
+from parpass.parallel import default_executor as executor
+from parpass.parallel import get_backend, usable_cores
 from parpass.testing import random_module
 from parpass.transform import Pass, PassContext, Sequential, function_pass
 

@@ -184,7 +184,7 @@ def timing_rows(roots: Sequence[PassTiming], seq_names: set[str]) -> list[tuple[
 
 
 def _new_waves(marker: object) -> list[Any]:
-    from parpass.parallel import executor
+    from parpass.parallel import default_executor as executor
 
     history = list(executor.history)
     for index in range(len(history) - 1, -1, -1):
@@ -236,7 +236,7 @@ class Bench:
     def _timed(self, workers: int, instruments: list[PassInstrument]) -> tuple[float, list[dict[str, Any]], bool]:
         """Wall time, executor waves, and whether the output is byte-identical to the first run's."""
         from parpass.ir.serialization import from_bytes, to_bytes
-        from parpass.parallel import executor
+        from parpass.parallel import default_executor as executor
 
         mod = from_bytes(self.data)  # a fresh module holding its functions as bytes, as if read from a file
         assert isinstance(mod, IRModule)

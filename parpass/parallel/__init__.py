@@ -13,9 +13,9 @@ from parpass.parallel.executor import ParallelExecutor, WaveStats
 from parpass.parallel.reproducer import load_reproducer, reproduce, write_reproducer
 from parpass.transform.executor import set_function_pass_executor
 
-#: The executor installed for this process.
-executor = ParallelExecutor()
-set_function_pass_executor(executor)
+#: The executor installed for this process (its ``history`` / ``last`` say how each wave ran).
+default_executor = ParallelExecutor()
+set_function_pass_executor(default_executor)
 
 __all__ = [
     "Backend",
@@ -23,7 +23,7 @@ __all__ = [
     "ParallelConfig",
     "ParallelExecutor",
     "WaveStats",
-    "executor",
+    "default_executor",
     "get_backend",
     "in_worker",
     "load_reproducer",

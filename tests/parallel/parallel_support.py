@@ -8,7 +8,8 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))  # workers import ptest_passes by reference
 
 from parpass.ir import IRModule
-from parpass.parallel import executor, get_backend  # noqa: F401
+from parpass.parallel import default_executor as executor  # noqa: F401
+from parpass.parallel import get_backend
 from parpass.transform import PassContext
 
 

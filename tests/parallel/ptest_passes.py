@@ -135,7 +135,7 @@ def sleeps(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Funct
 @function_pass(opt_level=0, name="RunsParallelPassInside")
 def runs_parallel_pass_inside(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
     """Asks for a parallel run of another function pass from inside a pass."""
-    from parpass.parallel import executor
+    from parpass.parallel import default_executor as executor
 
     inner = IRModule({f"copy{i}": func for i in range(8)})
     with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):

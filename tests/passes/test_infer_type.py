@@ -243,10 +243,10 @@ def test_parallel_run_uses_the_worker_module_view() -> None:
 
     mod = small_random_module(5)
     serial = InferType()(mod)
-    set_function_pass_executor(parpass.parallel.executor)  # the autouse fixture restores the inline one
+    set_function_pass_executor(parpass.parallel.default_executor)  # the autouse fixture restores the inline one
     with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
         parallel = InferType()(mod)
-    last = parpass.parallel.executor.last
+    last = parpass.parallel.default_executor.last
     assert last is not None and last.parallel, last
     assert parallel.names() == serial.names()
     for name in serial.names():
