@@ -410,10 +410,9 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
 def _targets(passes: Sequence[FunctionLevelPass], mod: IRModule) -> list[str]:
     """Functions any pass of the chain may visit (kind and SkipOptimization read without decoding)."""
     out = []
-    kinds = tuple(p.func_kind for p in passes)
     for name in mod.names():
         kind, attrs = mod.kind_and_attrs(name)
-        if issubclass(kind, kinds) and not attrs.get("SkipOptimization", False):
+        if any(p.visits(kind, attrs) for p in passes):
             out.append(name)
     return out
 

@@ -163,8 +163,8 @@ class _Wave:
 
 
 def applies(p: FunctionLevelPass, func: BaseFunc) -> bool:
-    """Whether function-level pass ``p`` visits ``func`` (its kind, not SkipOptimization)."""
-    return isinstance(func, p.func_kind) and not func.skip_optimization
+    """Whether function-level pass ``p`` visits ``func``."""
+    return p.visits(type(func), func.attrs)
 
 
 _WAVES: dict[str, _Wave] = {}

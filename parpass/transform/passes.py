@@ -12,7 +12,7 @@ import abc
 import importlib
 import inspect
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from parpass.errors import ParpassError, not_found
@@ -222,13 +222,11 @@ class FunctionLevelPass(Pass):
 
     def targets(self, mod: IRModule) -> list[str]:
         """Names of the functions this pass visits: of :attr:`func_kind`, not ``SkipOptimization``, in module order."""
-        kind = self.func_kind
-        out = []
-        for name in mod.names():
-            func_kind, attrs = mod.kind_and_attrs(name)  # reads no function body
-            if issubclass(func_kind, kind) and not attrs.get("SkipOptimization", False):
-                out.append(name)
-        return out
+        return [name for name in mod.names() if self.visits(*mod.kind_and_attrs(name))]  # reads no function body
+
+    def visits(self, func_kind: type[BaseFunc], attrs: Mapping[str, Any]) -> bool:
+        """Whether this pass visits a function of class ``func_kind`` with ``attrs`` (the rule of :meth:`targets`)."""
+        return issubclass(func_kind, self.func_kind) and not attrs.get("SkipOptimization", False)
 
     def transform_one(self, func: BaseFunc, name: str, mod: IRModule, ctx: PassContext) -> BaseFunc:
         """``pass_func(func, mod, ctx)``, checked: the result must be a function of the same kind.
