@@ -44,7 +44,12 @@ class Backend(Protocol):
     """A pool of worker processes."""
 
     def submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
-        """Run ``fn(*args)`` on a pool of ``num_workers`` workers (resizing it if needed)."""
+        """Run ``fn(*args)`` on a pool of ``num_workers`` workers (resizing it if needed).
+
+        A pool that broke (a worker died) never raises here: the returned
+        future holds the :data:`BrokenPool` error, so that a crash is reported
+        the same way whether it happened before or after the submission.
+        """
         ...
 
     def warm(self, num_workers: int) -> None:
@@ -78,7 +83,7 @@ class LokyBackend:
         import loky
 
         with self._lock:
-            if self._executor is None or self._size != num_workers or getattr(self._executor, "_broken", False):
+            if self._executor is None or self._size != num_workers or _is_broken(self._executor):
                 self._executor = loky.get_reusable_executor(
                     max_workers=num_workers, timeout=self._idle_timeout, initializer=_mark_worker
                 )
@@ -87,7 +92,13 @@ class LokyBackend:
             return self._executor
 
     def submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
-        return self._get(num_workers).submit(fn, *args)  # type: ignore[no-any-return]
+        executor = self._get(num_workers)
+        try:
+            return executor.submit(fn, *args)  # type: ignore[no-any-return]
+        except BrokenPool as err:  # a worker died since the last submission
+            failed: Future[Any] = Future()
+            failed.set_exception(err)
+            return failed
 
     def warm(self, num_workers: int) -> None:
         if self._executor is not None and self._size == num_workers and self._warm:
@@ -117,6 +128,12 @@ class LokyBackend:
             executor, self._executor, self._size, self._warm = self._executor, None, 0, False
         if executor is not None:
             executor.shutdown(wait=True)
+
+
+def _is_broken(executor: Any) -> bool:
+    """Whether a loky executor lost a worker or was shut down (it then refuses new work)."""
+    flags = getattr(executor, "_flags", None)
+    return flags is not None and (flags.broken is not None or bool(flags.shutdown))
 
 
 _backend: Backend = LokyBackend()

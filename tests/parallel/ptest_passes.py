@@ -118,6 +118,11 @@ def exits_worker(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax
     return func
 
 
+@function_pass(opt_level=0, name="ExitsOnAny")
+def exits_on_any(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    os._exit(4)
+
+
 @function_pass(opt_level=0, name="Segfaults")
 def segfaults(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
     if _target(func):

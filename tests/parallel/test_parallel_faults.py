@@ -11,11 +11,12 @@ import time
 
 import pytest
 from parallel_support import alive, module_bytes, parallel_ctx, worker_pids
-from ptest_passes import count_bindings, exits_worker, fails_on_some, segfaults, sleeps
+from ptest_passes import count_bindings, exits_on_any, exits_worker, fails_on_some, segfaults, sleeps
 
 from parpass.errors import PassTimeoutError, WorkerCrashedError
 from parpass.ir import IRModule
-from parpass.parallel import load_reproducer, reproduce
+from parpass.parallel import LokyBackend, get_backend, load_reproducer, reproduce, set_backend
+from parpass.parallel.backend import BrokenPool
 
 HERE = os.path.dirname(__file__)
 
@@ -54,6 +55,56 @@ def test_worker_death_names_pass_and_function_and_leaves_nothing(small_module: I
         out = count_bindings(small_module)
     with parallel_ctx(1):
         assert module_bytes(out) == module_bytes(count_bindings(small_module))
+
+
+def test_a_pool_broken_before_a_submission_is_rebuilt() -> None:
+    backend = LokyBackend()
+    try:
+        crashed = backend.submit(2, os._exit, 3)
+        with pytest.raises(BrokenPool):
+            crashed.result(timeout=60)
+        # the broken pool is noticed: the next submission gets a fresh pool, not the old error
+        assert backend.submit(2, abs, -5).result(timeout=60) == 5
+    finally:
+        backend.shutdown()
+
+
+class _SubmitsAfterACrash:
+    """A backend that holds every submission after the first until that first one failed.
+
+    This makes certain the race CI once hit: a worker dies while the parent is
+    still handing out the chunks of the same wave.
+    """
+
+    def __init__(self, inner: LokyBackend) -> None:
+        self.inner = inner
+        self.first: object = None
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def submit(self, num_workers, fn, *args):  # type: ignore[no-untyped-def]
+        if self.first is None:
+            self.first = self.inner.submit(num_workers, fn, *args)
+            return self.first
+        self.first.exception(timeout=60)  # type: ignore[attr-defined]
+        return self.inner.submit(num_workers, fn, *args)
+
+
+def test_a_worker_dying_while_chunks_are_submitted_is_a_clear_crash(small_module: IRModule) -> None:
+    before = module_bytes(small_module)
+    previous = set_backend(_SubmitsAfterACrash(LokyBackend()))  # type: ignore[arg-type]
+    try:
+        with pytest.raises(WorkerCrashedError) as info, parallel_ctx(2):
+            exits_on_any(small_module)
+        assert "ExitsOnAny" in str(info.value)
+        assert info.value.functions  # the function the dead worker was running
+        assert module_bytes(small_module) == before
+    finally:
+        set_backend(previous).shutdown()
+    with parallel_ctx(2):
+        count_bindings(small_module)
+    assert get_backend() is previous
 
 
 def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule) -> None:
