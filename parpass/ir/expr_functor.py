@@ -34,9 +34,13 @@ one after the other, in order: the handler of binding ``k`` (and everything it
 does, such as filling ``var_remap``) runs before any part of binding ``k + 1``
 is visited. ``If`` branches are visited by the ``If`` handler when it asks for
 them, so nesting of ``If`` costs a few Python frames per level (about 150
-levels fit in the default recursion limit of 1000, about 100 when ``visit_if_``
-and ``visit_binding`` are overridden); a flat function of any length, and an
-expression of any depth, do not recurse at all.
+levels fit in the default recursion limit of 1000); a flat function of any
+length, and an expression of any depth, do not recurse at all. So that nested
+``If`` blocks (and nested overridden scoped handlers, below) of any realistic
+depth still work, each such nesting level raises the interpreter's recursion
+limit by a fixed number of frames for as long as the outermost one runs, and
+restores it afterwards (on Python 3.11 and later, where Python-to-Python calls
+do not grow the C stack; on 3.10 the limit is left alone).
 
 Scoped handlers
 ---------------
@@ -46,11 +50,11 @@ handler of such a kind, the handler runs *before* the node's children are
 visited, and they are visited when it asks for them, exactly as in TVM: it can
 set up context (loop ranges, bound variables, "inside a branch") or skip a
 subtree. Such a handler runs with a fresh memo, so results computed under one
-context never leak into another. Because it recurses, nesting of overridden
-scoped handlers is limited by the recursion limit; decorate the override with
-:func:`post_order` to have its children visited first, iteratively, when it
-needs no context. Default handlers and handlers of all other kinds always see
-their children already visited.
+context never leak into another. It recurses (a few Python frames per nesting
+level, for which the recursion limit is raised as described above); decorate
+the override with :func:`post_order` to have its children visited first,
+iteratively, when it needs no context. Default handlers and handlers of all
+other kinds always see their children already visited.
 
 Memoization
 -----------
@@ -65,6 +69,7 @@ visitor or mutator is meant for one function at a time.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -109,8 +114,60 @@ def _no_kids(node: Any) -> tuple[Any, ...]:
     return ()
 
 
+#: Whether nesting may raise the recursion limit: from Python 3.11 on, Python-to-Python calls do not use the
+#: C stack, so a higher limit cannot overflow it (on 3.10 every Python frame is a C frame too).
+_CAN_GROW_RECURSION = sys.version_info >= (3, 11)
+#: Nesting levels that run under the limit as it is (a few frames each).
+_FREE_LEVELS = 16
+#: Python frames allowed per nesting level once the limit is raised (the library's handlers use about 6).
+_FRAMES_PER_LEVEL = 32
+#: Levels added to the limit at a time, so that it is not set on every level.
+_GROW_LEVELS = 256
+
+
+def _make_room(self: Any, level: int) -> None:
+    """Make sure nesting level ``level`` of ``self``'s recursive handlers fits under the recursion limit.
+
+    The limit is raised relative to its value when the first raise happened, not to
+    the current stack depth (which cannot be read cheaply): the depth then was below
+    that value, and each level adds at most :data:`_FRAMES_PER_LEVEL` frames.
+    """
+    if self._saved_limit is None:
+        self._saved_limit = sys.getrecursionlimit()
+    need = self._saved_limit + level * _FRAMES_PER_LEVEL
+    if need > sys.getrecursionlimit():
+        self._set_limit = need + _GROW_LEVELS * _FRAMES_PER_LEVEL
+        sys.setrecursionlimit(self._set_limit)
+
+
+def _restore_limit(self: Any) -> None:
+    """Put back the recursion limit raised by :func:`_make_room` (unless someone changed it since)."""
+    if self._set_limit is not None and sys.getrecursionlimit() == self._set_limit:
+        sys.setrecursionlimit(self._saved_limit)
+    self._saved_limit = self._set_limit = None
+
+
+def _nested(handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """Wrap a handler that recurses into nested blocks so that deep nests do not hit the recursion limit."""
+
+    def run_nested(self: Any, node: Any) -> Any:
+        level = self._level + 1
+        self._level = level
+        if level > _FREE_LEVELS and _CAN_GROW_RECURSION:
+            _make_room(self, level)
+        try:
+            return handler(self, node)
+        finally:
+            self._level = level - 1
+            if level == 1 and self._saved_limit is not None:
+                _restore_limit(self)
+
+    run_nested.__wrapped__ = handler  # type: ignore[attr-defined]
+    return run_nested
+
+
 def _scoped(handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """Wrap an overridden scoped handler so that it runs in a fresh memo scope."""
+    """Wrap an overridden scoped handler so that it runs in a fresh memo scope (and may nest deeply)."""
 
     def run_in_scope(self: Any, node: Any) -> Any:
         saved = self._memo, self._keep
@@ -121,7 +178,7 @@ def _scoped(handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
             self._memo, self._keep = saved
 
     run_in_scope.__wrapped__ = handler  # type: ignore[attr-defined]
-    return run_in_scope
+    return _nested(run_in_scope)
 
 
 def _visit_each(visit: Callable[[Any], Any], items: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -162,7 +219,9 @@ class _FunctorBase:
       before the node's handler, in *reverse* field order (the stack pops them
       left to right); leaves and ``None`` among them are skipped;
     - ``_SCOPED_KINDS``: composite types whose overridden handlers run first
-      (see the module docstring).
+      (see the module docstring);
+    - ``_NESTING_KINDS``: composite types whose handlers, default ones included,
+      visit nested blocks recursively (the dataflow ``If``).
 
     ``__init_subclass__`` resolves the handlers of each class once into
     ``_dispatch`` / ``_leaf_dispatch`` / ``_kids`` tables of plain functions.
@@ -172,6 +231,7 @@ class _FunctorBase:
     _LEAF_NAMES: ClassVar[dict[type, str]] = {}
     _KIDS_OF: ClassVar[dict[type, Callable[[Any], tuple[Any, ...]]]] = {}
     _SCOPED_KINDS: ClassVar[frozenset[type]] = frozenset()
+    _NESTING_KINDS: ClassVar[frozenset[type]] = frozenset()
 
     _dispatch: ClassVar[dict[type, Callable[[Any, Any], Any]]] = {}
     _leaf_dispatch: ClassVar[dict[type, Callable[[Any, Any], Any]]] = {}
@@ -179,6 +239,10 @@ class _FunctorBase:
 
     _memo: dict[int, Any]
     _keep: list[Any]
+    #: Nesting level of recursive handlers now running, and the recursion limit before / after raising it.
+    _level: int
+    _saved_limit: int | None
+    _set_limit: int | None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -196,7 +260,7 @@ class _FunctorBase:
                 dispatch[kind] = _scoped(fn)
                 kids[kind] = _no_kids
             else:
-                dispatch[kind] = fn
+                dispatch[kind] = _nested(fn) if kind in cls._NESTING_KINDS else fn
                 kids[kind] = cls._KIDS_OF[kind]
         cls._dispatch = dispatch
         cls._kids = kids
@@ -207,6 +271,9 @@ class _FunctorBase:
         self = super().__new__(cls)
         self._memo = {}
         self._keep = []
+        self._level = 0
+        self._saved_limit = None
+        self._set_limit = None
         return self
 
     def _visit(self, node: Any) -> Any:
@@ -341,6 +408,7 @@ class _RelaxFunctor(_FunctorBase):
         If: lambda n: (n.cond,),
     }
     _SCOPED_KINDS = frozenset({If})
+    _NESTING_KINDS = frozenset({If})
 
     if TYPE_CHECKING:
 

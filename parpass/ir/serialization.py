@@ -260,7 +260,12 @@ def _decode_deep(
 
 
 def _all_node_classes() -> dict[str, type[Node]]:
-    """Every node class by its tag (``"Call"``, ``"tir.Add"``, ...)."""
+    """Every concrete node class by its tag (``"Call"``, ``"tir.Add"``, ...).
+
+    Abstract bases (``Node``, ``BaseFunc``, ``tir._Binary``, ...) have tags too, but never
+    appear in encoded IR: leaving them out keeps them from being suggested as "closest
+    known tags" or reported as nodes merely in the wrong place.
+    """
     import parpass.ir.relax
     import parpass.ir.tir
     import parpass.ir.types  # noqa: F401  (make sure every node class is defined)
@@ -271,7 +276,7 @@ def _all_node_classes() -> dict[str, type[Node]]:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
         tag = getattr(getattr(cls, "__struct_config__", None), "tag", None)
-        if isinstance(tag, str):
+        if isinstance(tag, str) and not cls.__subclasses__():
             found.setdefault(tag, cls)
     return found
 
@@ -670,7 +675,10 @@ def _format_for(path: Path) -> tuple[Writer, Reader]:
 def _write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as exc:  # name the file asked for, not the temporary one (e.g. a missing directory)
+        raise type(exc)(exc.errno, f"cannot write {path}: {exc.strerror}") from exc
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

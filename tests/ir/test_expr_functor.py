@@ -672,6 +672,57 @@ def test_deep_tuple_nest_does_not_recurse() -> None:
     assert depth == 5000 and out == Var(1, "y")
 
 
+def if_nest(depth: int) -> Function:
+    """A function whose result is ``depth`` Ifs nested in each other's then-branch."""
+    p = Var(0, "p")
+    inner = SeqExpr((), p)
+    for vid in range(1, depth + 1):
+        r = Var(vid, "r")
+        inner = SeqExpr((Binding(r, If(p, inner, SeqExpr((), p)), PrimType("bool")),), r)
+    return Function((Param(p, PrimType("bool")),), inner, PrimType("bool"))
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="on 3.10 the recursion limit is not raised (C stack)")
+@pytest.mark.usefixtures("default_recursion_limit")
+def test_5000_deep_if_nest_default_and_overridden_handlers() -> None:
+    """Nested If blocks recurse (a few frames a level); 5,000 levels still work, and the limit comes back."""
+    f = if_nest(5000)
+
+    class CountIfs(ExprVisitor):
+        def __init__(self) -> None:
+            self.n = 0
+
+        def visit_if_(self, op: If) -> None:  # an overridden scoped handler: runs before its children
+            self.n += 1
+            super().visit_if_(op)
+
+    class PostOrderIfs(ExprMutator):
+        @post_order
+        def visit_if_(self, op: If) -> Any:
+            return super().visit_if_(op)
+
+    ExprVisitor().visit_function(f)
+    assert ExprMutator().visit_function(f) is f
+    counter = CountIfs()
+    counter.visit_function(f)
+    assert counter.n == 5000
+    assert PostOrderIfs().visit_function(f) is f
+    remapped = ExprMutator(var_remap={0: Var(10**6, "q")}).visit_function(f)
+    assert remapped.body.bindings[0].value.cond == Var(10**6, "q")
+    assert sys.getrecursionlimit() == 1000
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
+def test_recursion_limit_is_restored_when_a_nested_handler_raises() -> None:
+    class Boom(ExprVisitor):
+        def visit_var_(self, op: Var) -> None:
+            raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        Boom().visit_function(if_nest(500))
+    assert sys.getrecursionlimit() == 1000
+
+
 def test_walk_helper_counts_big_function(big: Function) -> None:
     # sanity of the fixture: every binding but the nested ones is flat
     assert sum(1 for n in walk(big.body) if type(n) is If) == 4

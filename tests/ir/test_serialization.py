@@ -388,6 +388,13 @@ def test_save_is_atomic_when_writing_fails(tmp_path: Path, monkeypatch: pytest.M
     assert os.listdir(tmp_path) == ["m.msgpack"]
 
 
+def test_save_into_a_missing_directory_names_the_target(tmp_path: Path) -> None:
+    target = tmp_path / "no_such_dir" / "m.msgpack"
+    with pytest.raises(FileNotFoundError) as info:
+        save(hand_module(), target)
+    assert str(target) in str(info.value) and ".tmp" not in str(info.value)
+
+
 def test_save_json_error_leaves_old_file(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     save(hand_module(), path)
@@ -536,6 +543,18 @@ def test_unknown_node_tag(tmp_path: Path) -> None:
     assert "unknown node tag 'Cal'" in message
     assert "body.bindings[0].value" in message
     assert "'Call'" in message  # closest known tag
+
+
+def test_abstract_base_tags_are_unknown_and_never_suggested(tmp_path: Path) -> None:
+    env = _envelope()
+    env[4][1][1][0] = "BaseFunc"  # the tag of an abstract base class, never written by to_bytes
+    message = _load_error(_write(tmp_path, msgspec.msgpack.encode(env)))
+    assert "unknown node tag 'BaseFunc'" in message
+    env = _envelope()
+    env[4][0][1][2][1][0][2][0] = "tir._Binar"
+    message = _load_error(_write(tmp_path, msgspec.msgpack.encode(env)))
+    for abstract in ("'BaseFunc'", "'Node'", "'tir._Binary'", "'tir._Compare'", "'tir.PrimExprBase'", "'tir._TirNode'"):
+        assert abstract not in message
 
 
 def test_unknown_function_tag(tmp_path: Path) -> None:

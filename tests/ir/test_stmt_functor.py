@@ -322,6 +322,29 @@ def test_scoped_override_handles_a_moderate_nest_under_the_default_limit() -> No
 # ---------------------------------------------------------------- deep IR
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="on 3.10 the recursion limit is not raised (C stack)")
+@pytest.mark.usefixtures("default_recursion_limit")
+def test_scoped_overrides_handle_a_5000_deep_nest() -> None:
+    """TVM-style overrides of For / LetStmt run before their children and recurse; 5,000 levels still work."""
+    B = Buffer(5, "B", "int32", (imm(8),))
+    s: Any = BufferStore(B, imm(0), (imm(0),))
+    for d in range(5000):
+        s = loop(Var(10 + d, f"k{d}"), 2, s) if d % 2 else LetStmt(Var(10 + d, f"v{d}"), imm(d), s)
+
+    class Rebuild(StmtExprMutator):
+        def visit_for_(self, op: For) -> Any:
+            return super().visit_for_(op)
+
+        def visit_let_stmt_(self, op: LetStmt) -> Any:
+            return super().visit_let_stmt_(op)
+
+    v = LoopContext()
+    v.visit_stmt(s)
+    assert len(v.stores) == 1 and len(v.stores[0]) == 2500
+    assert Rebuild().visit_stmt(s) is s
+    assert sys.getrecursionlimit() == 1000
+
+
 @pytest.mark.usefixtures("default_recursion_limit")
 def test_5000_deep_expression_nest() -> None:
     x = Var(1, "x")
