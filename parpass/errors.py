@@ -34,19 +34,49 @@ class NameNotFoundError(ParpassError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-def closest_names(name: str, candidates: Iterable[str], limit: int = 8) -> list[str]:
-    """``candidates`` ordered by similarity to ``name`` (closest first), at most ``limit``."""
+#: The similarity (difflib ratio, 0..1) a name needs to be suggested by :func:`close_names`.
+SIMILARITY_CUTOFF = 0.6
+
+
+def _similarity(a: str, b: str) -> float:
+    """How alike ``a`` and ``b`` are, case-insensitively; also by their last dotted part (``num_workers``).
+
+    Two keys in the same namespace (``parpass.x``, ``parpass.y``) are compared by
+    their last parts only, so that a shared prefix does not make every key look close.
+    """
     import difflib
 
-    pool = list(dict.fromkeys(candidates))
-    matcher = difflib.SequenceMatcher()
-    matcher.set_seq2(name.lower())
+    a, b = a.lower(), b.lower()
+    head_a, _, tail_a = a.rpartition(".")
+    head_b, _, tail_b = b.rpartition(".")
+    if head_a and head_a == head_b:
+        score = difflib.SequenceMatcher(None, tail_a, tail_b).ratio()
+    else:
+        score = difflib.SequenceMatcher(None, a, b).ratio()
+        if (head_a or head_b) and tail_a and tail_b:
+            score = max(score, difflib.SequenceMatcher(None, tail_a, tail_b).ratio())
+    if len(a) >= 3 and a in b:
+        score = max(score, SIMILARITY_CUTOFF)
+    return score
+
+
+def closest_names(name: str, candidates: Iterable[str], limit: int = 8) -> list[str]:
+    """``candidates`` ordered by similarity to ``name`` (closest first), at most ``limit``.
+
+    Ties go to a name in the same dotted namespace as ``name``, then to the given order.
+    """
+    space = name.lower().rpartition(".")[0]
     scored = []
-    for index, cand in enumerate(pool):
-        matcher.set_seq1(cand.lower())
-        scored.append((-matcher.ratio(), index, cand))
+    for index, cand in enumerate(dict.fromkeys(candidates)):
+        scored.append((-_similarity(name, cand), cand.lower().rpartition(".")[0] != space, index, cand))
     scored.sort()
-    return [cand for _, _, cand in scored[:limit]]
+    return [cand for *_, cand in scored[:limit]]
+
+
+def close_names(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
+    """At most ``limit`` of ``candidates`` similar enough to ``name`` to be what was meant, closest first."""
+    pool = list(dict.fromkeys(candidates))
+    return [c for c in closest_names(name, pool, len(pool)) if _similarity(name, c) >= SIMILARITY_CUTOFF][:limit]
 
 
 def format_names(names: Iterable[str], total: int | None = None) -> str:
@@ -97,3 +127,24 @@ class RemotePassError(ParallelExecutionError):
 
 class PassShippingError(ParpassError, TypeError):
     """A pass cannot be sent to worker processes (it cannot be pickled) and ``parpass.strict`` is set."""
+
+
+def suggestion(name: str, candidates: Iterable[str], listing: str) -> str:
+    """``closest: 'A', 'B'`` for the registered names close to ``name``, else where to find them all.
+
+    For registries (passes, config keys) where a dump of every name would bury
+    the few the user meant; ``listing`` says where they are all (``"list_passes()"``).
+    """
+    pool = list(candidates)
+    near = close_names(name, pool)
+    if near:
+        return f"closest: {format_names(near)}"
+    if pool:
+        return f"none of the {len(pool)} registered is close; {listing} lists them"
+    return f"none is registered; {listing} lists them"
+
+
+def unknown_name(kind: str, name: str, candidates: Iterable[str], where: str, listing: str) -> NameNotFoundError:
+    """A NameNotFoundError for ``kind`` ``name`` in a registry, naming only the names close to it."""
+    place = f" {where}" if where else ""
+    return NameNotFoundError(f"no {kind} named {name!r}{place}; {suggestion(name, candidates, listing)}")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from parpass.errors import IRFormatError, ParpassError, closest_names, format_names
+from parpass.errors import IRFormatError, ParpassError, suggestion
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
 from parpass.transform import Pass, PassContext, Sequential, get_config_option, list_passes
@@ -161,8 +161,7 @@ def check_pass_names(names: Sequence[str], option: str, pipeline: Pass | None = 
     known = list(dict.fromkeys([*list_passes(), *(pipeline_names(pipeline) if pipeline is not None else [])]))
     for name in names:
         if name not in known:
-            near = closest_names(name, known, limit=5)
-            raise UsageError(f"{option}: unknown pass {name!r}; closest: {format_names(near, len(known))}")
+            raise UsageError(f"{option}: unknown pass {name!r}; {suggestion(name, known, 'parpass.list_passes()')}")
     return list(names)
 
 

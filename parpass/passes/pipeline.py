@@ -27,7 +27,7 @@ elimination removed unused calls, fewer functions are reachable.
 
 from __future__ import annotations
 
-from parpass.transform import Pass, Sequential, get_pass
+from parpass.transform import Pass, Pipeline, get_pass
 
 __all__ = ["PIPELINE_PASSES", "default_pipeline"]
 
@@ -47,8 +47,12 @@ PIPELINE_PASSES: tuple[str, ...] = (
 )
 
 
-def default_pipeline(opt_level: int = 2) -> Sequential:
+def default_pipeline(opt_level: int = 2) -> Pipeline:
     """The Sequential a user runs to optimize a module: the passes of :data:`PIPELINE_PASSES` up to ``opt_level``.
+
+    It is a :class:`~parpass.transform.Pipeline`, so ``str()`` gives its pipeline
+    spec (``seq{name=default_pipeline}(InferType,...)``) and
+    ``parse_pipeline(str(default_pipeline()))`` builds it again.
 
     A pass whose own opt_level is above ``opt_level`` is left out. As with any
     Sequential, the PassContext still decides at run time: a pass above the
@@ -62,4 +66,4 @@ def default_pipeline(opt_level: int = 2) -> Sequential:
         p = get_pass(name)  # looked up by name: the registry knows every standard pass
         if p.info.opt_level <= opt_level:
             passes.append(p)
-    return Sequential(passes, opt_level=0, name="default_pipeline")
+    return Pipeline(passes, opt_level=0, name="default_pipeline")

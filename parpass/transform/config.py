@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from parpass.errors import ParpassError, closest_names, format_names, not_found
+from parpass.errors import ParpassError, close_names, format_names, unknown_name
 
 __all__ = [
     "ConfigOption",
@@ -133,10 +133,9 @@ class ConfigOption:
         known = [name for name, _, _ in fields]
         for key in given:
             if key not in known:
-                near = closest_names(str(key), known, limit=3)
-                raise PassConfigError(
-                    f"config option {self.name!r}: {_type_name(tp)} has no field {key!r}; closest: {format_names(near)}"
-                )
+                near = close_names(str(key), known)
+                hint = f"closest: {format_names(near)}" if near else f"its fields: {format_names(known)}"
+                raise PassConfigError(f"config option {self.name!r}: {_type_name(tp)} has no field {key!r}; {hint}")
         converted: dict[str, Any] = {}
         for name, ftype, has_default in fields:
             if name not in given:
@@ -204,7 +203,9 @@ def get_config_option(name: str) -> ConfigOption:
     """The registered option ``name``; a KeyError naming the closest registered keys if unknown."""
     option = _OPTIONS.get(name)
     if option is None:
-        raise not_found("config option", name, sorted(_OPTIONS), where="(register it with register_config_option)")
+        raise unknown_name(
+            "config option", name, sorted(_OPTIONS), "(register it with register_config_option)", "list_configs()"
+        )
     return option
 
 

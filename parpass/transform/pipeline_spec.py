@@ -50,7 +50,7 @@ from typing import Any
 
 import msgspec
 
-from parpass.errors import ParpassError, closest_names, format_names
+from parpass.errors import ParpassError, closest_names, format_names, suggestion
 from parpass.transform import registry
 from parpass.transform.passes import Pass, Sequential
 
@@ -288,6 +288,22 @@ class _Option:
     value_pos: int
 
 
+def _blamed_position(message: str, options: list[_Option], default: int) -> int:
+    """Where a factory's error points: at the option its message names, so the caret is under the culprit.
+
+    A factory that takes ``**kwargs`` (``UnrollLoop``) checks its options itself;
+    its error names the option (``no field 'auto_max_stpe'``, ``field
+    'auto_max_step' expects int``). An unknown name points at the key, a bad
+    value at the value; a message naming no option points at the pass name.
+    """
+    named = [(message.find(f"'{opt.key}'"), i) for i, opt in enumerate(options) if f"'{opt.key}'" in message]
+    if not named:
+        return default
+    opt = options[min(named)[1]]  # the first one named: later ones may be suggestions ("closest: ...")
+    unknown = any(word in message for word in ("no field", "no option", "unknown"))
+    return opt.key_pos if unknown else opt.value_pos
+
+
 @dataclass
 class _Frame:
     """A ``seq(...)`` being parsed (the outermost frame is the whole pipeline)."""
@@ -403,11 +419,8 @@ class _Parser:
     def build_pass(self, name: str, name_pos: int, options: list[_Option]) -> tuple[Pass, str]:
         factory = registry.get_pass_factory(name)
         if factory is None:
-            known = registry.list_passes()
-            near = closest_names(name, known, limit=5)
-            label = "closest" if len(known) > len(near) else "known"
-            hint = f"; {label}: {format_names(near, len(known))}" if known else " (the pass registry is empty)"
-            raise self.error(f"unknown pass {name!r}{hint}", name_pos)
+            hint = suggestion(name, registry.list_passes(), "list_passes()")
+            raise self.error(f"unknown pass {name!r}; {hint}", name_pos)
         kwargs: dict[str, Any] = {}
         if options:
             try:
@@ -443,7 +456,8 @@ class _Parser:
             p = factory(**kwargs)
         except Exception as err:
             what = "rejected its options" if kwargs else "could not be built"
-            raise self.error(f"pass {name!r} {what}: {type(err).__name__}: {err}", name_pos) from err
+            pos = _blamed_position(str(err), options, name_pos)
+            raise self.error(f"pass {name!r} {what}: {type(err).__name__}: {err}", pos) from err
         if not isinstance(p, Pass):
             raise self.error(f"the factory of pass {name!r} returned {type(p).__name__}, not a Pass", name_pos)
         spec = _spec_name(name) + _options_text([(o.key, o.value) for o in options])

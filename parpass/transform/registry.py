@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from parpass.errors import not_found
+from parpass.errors import unknown_name
 
 if TYPE_CHECKING:
     from parpass.transform.passes import Pass
@@ -75,7 +75,7 @@ def get_pass(name: str) -> Pass:
 
     factory = _FACTORIES.get(name)
     if factory is None:
-        raise not_found("pass", name, sorted(_FACTORIES), where="in the pass registry")
+        raise unknown_name("pass", name, sorted(_FACTORIES), "in the pass registry", "list_passes()")
     p = factory()
     if not isinstance(p, Pass):
         raise TypeError(f"the factory registered as pass {name!r} returned {type(p).__name__}, not a Pass")

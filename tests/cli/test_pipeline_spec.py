@@ -337,6 +337,25 @@ def test_factory_errors_become_spec_errors() -> None:
     assert isinstance(err.__cause__, ValueError)
 
 
+def test_factory_errors_point_at_the_option_they_name() -> None:
+    """A factory taking **kwargs checks its own options; the caret goes under the option its error names."""
+
+    @register_pass("Loose")
+    def loose(**options: object) -> Pass:
+        for key, value in options.items():
+            if key not in ("depth", "step"):
+                raise KeyError(f"no field {key!r}; closest: 'step'")
+            if not isinstance(value, int):
+                raise TypeError(f"field {key!r} expects int, got {value!r}")
+        return function_pass(_tag("Loose"), opt_level=0, name="Loose")
+
+    err = _error("A,Loose{step=4 stpe=16}")  # unknown: at the key, not at 'step' named as a suggestion
+    assert err.column == 16 and _caret_column(err) == 16
+    err = _error("Loose{depth=2 step=x}")  # bad value: at the value
+    assert err.column == 20 and "field 'step' expects int" in err.reason
+    assert _error("Loose{step=4,what=1}").column == 14
+
+
 @pytest.mark.parametrize(
     ("text", "column", "reason"),
     [

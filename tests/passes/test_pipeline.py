@@ -9,7 +9,15 @@ from passes_support import PROPERTY_SETTINGS, SEEDS, count_bindings, same_meanin
 import parpass.passes
 from parpass.ir import Function, PrimFunc, check_well_formed
 from parpass.passes import PIPELINE_PASSES, default_pipeline
-from parpass.transform import FunctionPass, ModulePass, PassContext, PrimFuncPass, Sequential, list_passes
+from parpass.transform import (
+    FunctionPass,
+    ModulePass,
+    PassContext,
+    PrimFuncPass,
+    Sequential,
+    list_passes,
+    parse_pipeline,
+)
 
 MISSING = [name for name in PIPELINE_PASSES if name not in list_passes()]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"passes not registered yet: {MISSING}")
@@ -39,6 +47,19 @@ def test_opt_level_selects_passes() -> None:
     assert default_pipeline(0).passes[0].info.name == "InferType"
     with pytest.raises(ValueError, match="opt_level"):
         default_pipeline(-1)
+
+
+def test_str_is_a_spec_that_parses_back() -> None:
+    """str() of the default pipeline is its pipeline spec, so the spec round trip holds for it too."""
+    for level in (0, 2):
+        pipeline = default_pipeline(level)
+        spec = str(pipeline)
+        assert spec.startswith("seq{name=default_pipeline}(InferType,")
+        again = parse_pipeline(spec)
+        assert str(again) == spec
+        (inner,) = again.passes
+        assert isinstance(inner, Sequential) and inner.info.name == "default_pipeline"
+        assert [p.info.name for p in inner.passes] == [p.info.name for p in pipeline.passes]
 
 
 @PROPERTY_SETTINGS

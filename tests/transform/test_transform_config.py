@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Literal
 
 import msgspec
@@ -52,7 +53,18 @@ def test_unknown_key_names_closest_not_all() -> None:
         PassContext(config={"test.UnrolLoop": {}})
     msg = str(info.value)
     assert "'test.UnrolLoop'" in msg and "closest: 'test.UnrollLoop'" in msg
-    assert msg.count("test.filler") <= 8  # the closest few, not a dump of every key
+    assert "test.filler" not in msg  # only the close keys, not a dump of every key
+    # nothing close: say so, and where the keys are listed, rather than dump them
+    with pytest.raises(NameNotFoundError) as info:
+        PassContext(config={"zzz": 1})
+    msg = str(info.value)
+    assert re.search(r"none of the \d+ registered is close; list_configs\(\) lists them$", msg) and "test." not in msg
+    # keys in one namespace are compared by their last part: the shared prefix does not make them close
+    register_config_option("test.num_workers", int, default=1)
+    with pytest.raises(NameNotFoundError) as info:
+        PassContext(config={"test.worker": 1})
+    msg = str(info.value)
+    assert "closest: 'test.num_workers'" in msg and "test.filler" not in msg and "test.UnrollLoop" not in msg
     assert isinstance(info.value, KeyError)
     ctx = PassContext()
     with pytest.raises(KeyError, match=r"tir\.UnrollLoop"):
@@ -101,6 +113,8 @@ def test_struct_unknown_field_names_closest() -> None:
         PassContext(config={"test.UnrollLoop": {"max_dpth": 2}})
     msg = str(info.value)
     assert "'test.UnrollLoop'" in msg and "'max_dpth'" in msg and "'max_depth'" in msg
+    with pytest.raises(PassConfigError, match=r"has no field 'zzz'; its fields: 'max_depth', "):
+        PassContext(config={"test.UnrollLoop": {"zzz": 2}})  # nothing close: the fields, not a "closest" list
 
 
 def test_struct_wrong_container_and_required_field() -> None:

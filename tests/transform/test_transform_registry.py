@@ -28,6 +28,9 @@ def test_unknown_name_lists_closest() -> None:
     with pytest.raises(NameNotFoundError, match=r"no pass named 'FoldConstX'.*'FoldConstantX'") as info:
         get_pass("FoldConstX")
     assert isinstance(info.value, KeyError)
+    assert "FuseOps" not in str(info.value)  # only the close names, not every registered one
+    with pytest.raises(NameNotFoundError, match=r"none of the \d+ registered is close; list_passes\(\) lists them"):
+        get_pass("zzz")
 
 
 def test_duplicates_and_bad_factories() -> None:
