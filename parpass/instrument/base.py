@@ -12,9 +12,11 @@ calls, in the order of its instrument list:
   ``run_after_pass(mod, info)``.
 
 ``on_pass_error(mod, info, error)`` is a parpass addition: it is called instead
-of ``run_after_pass`` when the pass raised, so that an instrument that pairs
-before/after (timing, change printing) can close its record. It is not part of
-the TVM trace and the default does nothing.
+of ``run_after_pass`` when the pass raised, or when an instrument's
+``run_before_pass`` / ``run_after_pass`` for it raised (to the instruments whose
+``run_before_pass`` was called and whose ``run_after_pass`` did not complete), so
+that an instrument that pairs before/after (timing, change printing) can close
+its record. It is not part of the TVM trace and the default does nothing.
 
 The modules given to the callbacks are read-only views: an instrument cannot
 change the IR the passes work on.
@@ -71,7 +73,11 @@ class PassInstrument:
         """Called just after a pass returned, with its output module."""
 
     def on_pass_error(self, mod: IRModule, info: PassInfo, error: BaseException) -> None:
-        """Called (instead of ``run_after_pass``) when a pass that got ``run_before_pass`` raised ``error``."""
+        """Called (instead of ``run_after_pass``) when a pass that got ``run_before_pass`` raised ``error``.
+
+        Also called when an instrument callback around that pass raised ``error``
+        before this instrument's ``run_after_pass`` completed.
+        """
 
     def __repr__(self) -> str:
         return f"<{self.name}>"

@@ -65,6 +65,12 @@ def _check_instruments(instruments: object) -> tuple[PassInstrument, ...]:
     return tuple(instruments)
 
 
+def _pass_error(instruments: Sequence[PassInstrument], view: IRModule, info: PassInfo, err: BaseException) -> None:
+    """``on_pass_error`` of ``instruments`` after an instrument callback raised ``err`` (which then propagates)."""
+    for pi in instruments:
+        pi.on_pass_error(view, info, err)
+
+
 class PassContext:
     """``PassContext(opt_level=2, required_pass=None, disabled_pass=None, instruments=None, config=None)``.
 
@@ -209,7 +215,9 @@ class PassContext:
         """TVM's ``InstrumentBeforePass``: whether the pass runs; calls ``run_before_pass`` if it does.
 
         Every instrument's ``should_run`` is called (no short cut after a veto)
-        unless the pass is in ``required_pass``; an exception propagates at once.
+        unless the pass is in ``required_pass``; an exception propagates at once
+        (from ``run_before_pass``, after ``on_pass_error`` of the instruments whose
+        ``run_before_pass`` was called, the failing one included).
         """
         instruments = self._instruments
         if not instruments:
@@ -226,17 +234,32 @@ class PassContext:
                 if not answer:
                     run = False
         if run:
-            for pi in instruments:
-                pi.run_before_pass(view, info)
+            for index, pi in enumerate(instruments):
+                try:
+                    pi.run_before_pass(view, info)
+                except BaseException as err:
+                    # The pass will not run: let the instruments whose run_before_pass was called close
+                    # what they opened for it (a timing frame), or the next pass would nest under it.
+                    _pass_error(instruments[: index + 1], view, info, err)
+                    raise
         return run
 
     def instrument_after_pass(self, mod: IRModule, info: PassInfo) -> None:
-        """TVM's ``InstrumentAfterPass``: every instrument's ``run_after_pass``, in order."""
+        """TVM's ``InstrumentAfterPass``: every instrument's ``run_after_pass``, in order.
+
+        An exception propagates at once; the instruments whose ``run_after_pass``
+        did not complete (the failing one and those after it) get ``on_pass_error``
+        first, so that what they opened in ``run_before_pass`` is closed.
+        """
         instruments = self._instruments
         if instruments:
             view = mod.read_only_view(_VIEW_REASON)
-            for pi in instruments:
-                pi.run_after_pass(view, info)
+            for index, pi in enumerate(instruments):
+                try:
+                    pi.run_after_pass(view, info)
+                except BaseException as err:
+                    _pass_error(instruments[index:], view, info, err)
+                    raise
 
     def instrument_pass_error(self, mod: IRModule, info: PassInfo, error: BaseException) -> None:
         """Every instrument's ``on_pass_error`` (a pass that got ``run_before_pass`` raised ``error``)."""

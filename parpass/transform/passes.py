@@ -12,10 +12,11 @@ import abc
 import importlib
 import inspect
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from parpass.errors import ParpassError, not_found
+from parpass.errors import ParpassError, unknown_name
 from parpass.instrument.base import same_fingerprint
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
@@ -285,13 +286,27 @@ def _fusable(p: Pass) -> bool:
 
 
 class _RequiredRuns:
-    """Per Sequential run: resolved required passes, and the module each left behind."""
+    """Per Sequential run: resolved required passes, and the module each left behind.
+
+    Shared with the Sequentials nested in it (as elements of its pass list), so
+    that a required pass is not run again in a sub-pipeline on an unchanged module.
+    """
 
     __slots__ = ("after", "instances")
 
     def __init__(self) -> None:
         self.instances: dict[str, Pass] = {}
         self.after: dict[str, tuple[object, ...]] = {}
+
+
+class _Handoff(threading.local):
+    """The required-run state a Sequential hands to the nested Sequential it is about to run."""
+
+    def __init__(self) -> None:
+        self.pending: tuple[Sequential, _RequiredRuns] | None = None
+
+
+_HANDOFF = _Handoff()
 
 
 def _resolve_required(root: PassInfo, state: _RequiredRuns) -> None:
@@ -325,8 +340,8 @@ def _resolve_required(root: PassInfo, state: _RequiredRuns) -> None:
             try:
                 p = get_pass(nxt)
             except KeyError:
-                raise not_found(
-                    "pass", nxt, list_passes(), where=f"in the pass registry (required by {name!r})"
+                raise unknown_name(
+                    "pass", nxt, list_passes(), f"in the pass registry (required by {name!r})", "list_passes()"
                 ) from None
             state.instances[nxt] = p
         path.append(nxt)
@@ -342,9 +357,10 @@ class Sequential(Pass):
     whose name is disabled is skipped whole). Before an enabled pass, the passes
     its ``info.required`` names are resolved through the pass registry,
     transitively, dependencies first; each runs at most once per run of this
-    Sequential unless the module changed since it ran, and a dependency cycle
-    is an error. Required passes run whatever the opt_level and disabled_pass
-    (as in TVM); the context's instruments may still veto them.
+    Sequential (the Sequentials nested in its pass list included) unless the
+    module changed since it ran, and a dependency cycle is an error. Required
+    passes run whatever the opt_level and disabled_pass (as in TVM); the
+    context's instruments may still veto them.
 
     When the context has no instruments, a run of consecutive enabled
     function-level passes without ``required`` is handed to the executor as
@@ -385,7 +401,13 @@ class Sequential(Pass):
 
     def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
         passes = self._passes
-        state: _RequiredRuns | None = None
+        # A Sequential run as an element of another shares its required-run state (see _run_nested).
+        pending = _HANDOFF.pending
+        if pending is not None and pending[0] is self:
+            _HANDOFF.pending = None
+            state = pending[1]
+        else:
+            state = _RequiredRuns()
         i, n = 0, len(passes)
         while i < n:
             p = passes[i]
@@ -394,8 +416,6 @@ class Sequential(Pass):
                 i += 1
                 continue
             if info.required:
-                if state is None:
-                    state = _RequiredRuns()
                 mod = self._run_required(info, mod, ctx, state)
             elif not ctx.instruments and _fusable(p):
                 chain: list[FunctionLevelPass] = [p]  # type: ignore[list-item]
@@ -411,7 +431,7 @@ class Sequential(Pass):
                     mod = _run_chain(chain, mod, ctx)
                     i = j
                     continue
-            mod = p._run(mod, ctx)
+            mod = _run_nested(p, mod, ctx, state) if isinstance(p, Sequential) else p._run(mod, ctx)
             i += 1
         return mod
 
@@ -433,3 +453,20 @@ class Sequential(Pass):
         for dep in root.required:
             mod = ensure(dep, mod)
         return mod
+
+
+def _run_nested(seq: Sequential, mod: IRModule, ctx: PassContext, state: _RequiredRuns) -> IRModule:
+    """Run ``seq`` (an element of a running Sequential) sharing that run's ``state`` with it.
+
+    So a required pass runs at most once per outermost Sequential run while the
+    module is unchanged, however the pipeline is split into sub-Sequentials.
+    The state is handed over through a thread-local slot that only ``seq``
+    itself takes (not another Sequential its instruments may call), and only
+    for this run: a pass function that calls a Sequential gets a fresh state, so
+    what runs does not depend on whether pass functions run in worker processes.
+    """
+    _HANDOFF.pending = (seq, state)
+    try:
+        return seq._run(mod, ctx)
+    finally:
+        _HANDOFF.pending = None

@@ -91,3 +91,40 @@ def test_on_pass_error_is_called_for_the_failing_pass_and_its_sequentials(mod: I
         ("error", "sequential", "OSError"),
         ("error", "outer", "OSError"),
     ]
+
+
+@pytest.mark.parametrize("callback", ["before", "after"])
+def test_on_pass_error_after_an_instrument_callback_raised(mod: IRModule, callback: str) -> None:
+    """The instruments whose run_before_pass ran and whose run_after_pass did not complete are told."""
+    events: list[str] = []
+
+    @pass_instrument
+    class Watch:
+        def __init__(self, tag: str, fail: bool = False) -> None:
+            self.tag, self.fail = tag, fail
+
+        def run_before_pass(self, m: IRModule, info: PassInfo) -> None:
+            events.append(f"{self.tag}.before({info.name})")
+            if self.fail and callback == "before":
+                raise OSError(self.tag)
+
+        def run_after_pass(self, m: IRModule, info: PassInfo) -> None:
+            events.append(f"{self.tag}.after({info.name})")
+            if self.fail and callback == "after":
+                raise OSError(self.tag)
+
+        def on_pass_error(self, m: IRModule, info: PassInfo, error: BaseException) -> None:
+            events.append(f"{self.tag}.error({info.name}, {error})")
+
+    with pytest.raises(OSError, match="2"), PassContext(instruments=[Watch("1"), Watch("2", True), Watch("3")]):
+        module_pass(lambda m, c: m, opt_level=0, name="P")(mod)
+    if callback == "before":
+        assert events == ["1.before(P)", "2.before(P)", "1.error(P, 2)", "2.error(P, 2)"]
+    else:
+        assert events == [
+            *(f"{t}.before(P)" for t in "123"),
+            "1.after(P)",
+            "2.after(P)",
+            "2.error(P, 2)",
+            "3.error(P, 2)",
+        ]

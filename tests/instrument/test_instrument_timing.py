@@ -109,3 +109,31 @@ def test_vetoed_passes_are_not_timed(mod: IRModule) -> None:
     with PassContext(instruments=[VetoX(), timing]):
         Sequential([sleeper("X"), sleeper("Y")])(mod)
     assert [c.name for c in timing.timings[0].children] == ["Y"]
+
+
+@pytest.mark.parametrize("callback", ["run_before_pass", "run_after_pass"])
+def test_keeps_working_after_another_instrument_raised(mod: IRModule, callback: str) -> None:
+    from parpass.instrument import pass_instrument
+
+    @pass_instrument
+    class FailOnBad:
+        def run_before_pass(self, m: IRModule, info: object) -> None:
+            if callback == "run_before_pass" and info.name == "bad":  # type: ignore[attr-defined]
+                raise RuntimeError("instrument")
+
+        def run_after_pass(self, m: IRModule, info: object) -> None:
+            if callback == "run_after_pass" and info.name == "bad":  # type: ignore[attr-defined]
+                raise RuntimeError("instrument")
+
+    timing = PassTimingInstrument()
+    # Before: timing opened the record of "bad" before FailOnBad raised. After: FailOnBad raised before
+    # timing's run_after_pass. Either way the record is closed, and "after" is not nested under "bad".
+    order = [timing, FailOnBad()] if callback == "run_before_pass" else [FailOnBad(), timing]
+    with PassContext(instruments=order):
+        with pytest.raises(RuntimeError, match="instrument"):
+            sleeper("bad")(mod)
+        sleeper("after")(mod)
+        text = timing.render()
+    names = [(len(m[1]), m[2]) for m in (LINE.match(line) for line in text.splitlines()) if m]
+    assert names == [(0, "bad"), (0, "after")]
+    assert timing.timings[0].failed and not timing.timings[1].failed

@@ -160,6 +160,20 @@ def test_nested_sequential_required(mod: IRModule) -> None:
     assert log == ["x"]
 
 
+def test_required_runs_once_across_nested_sequentials(mod: IRModule) -> None:
+    log: list[str] = []
+    register_pass("Analyze")(lambda: recorder(log, "Analyze"))
+    inner = Sequential([recorder(log, "B", required=["Analyze"])], name="Inner")
+    deeper = Sequential([Sequential([recorder(log, "C", required=["Analyze"])], name="In2")], name="In1")
+    changing = Sequential([recorder(log, "D", change=True), recorder(log, "E", required=["Analyze"])], name="In3")
+    Sequential([recorder(log, "A", required=["Analyze"]), inner, deeper, changing])(mod)
+    # one run of the outer Sequential: Analyze again only after D changed the module
+    assert log == ["Analyze", "A", "B", "C", "D", "Analyze", "E"]
+    log.clear()
+    inner(mod)  # a run of its own: the state of the earlier run is not kept
+    assert log == ["Analyze", "B"]
+
+
 class _CountingExecutor(InlineExecutor):
     def __init__(self) -> None:
         self.chains: list[list[str]] = []
