@@ -19,6 +19,52 @@ AttrValue = Any
 Attrs = dict[str, AttrValue]
 
 
+class FrozenAttrs(dict[str, AttrValue]):
+    """The attribute map of a node: a ``dict`` that refuses to change.
+
+    Nodes are immutable, and a node's attributes are part of it: ``f.attrs[k] = v``
+    would change the function for everyone holding it (the caller's module
+    included) and desynchronize it from its cached bytes. So the map raises; use
+    ``with_attr`` / ``without_attr`` for a changed copy. It is still a ``dict``
+    (msgspec encodes it as one, ``==`` and ``**`` work); values nested inside it
+    are plain data to be treated as read-only too.
+    """
+
+    __slots__ = ()
+
+    def _read_only(self, *args: object, **kwargs: object) -> Any:
+        raise TypeError("node attributes are read-only; use with_attr()/without_attr() for a changed copy")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenAttrs, (dict(self),))
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self)
+
+
+#: The one empty attribute map (nodes without attributes share it).
+EMPTY_ATTRS = FrozenAttrs()
+
+
+def frozen_attrs(value: Any) -> FrozenAttrs:
+    """``value`` (a mapping) as a :class:`FrozenAttrs`, the same object if it already is one."""
+    if type(value) is FrozenAttrs:
+        return value
+    if not value:
+        return EMPTY_ATTRS
+    return FrozenAttrs(value)
+
+
+def freeze_field(node: msgspec.Struct, name: str) -> None:
+    """Make the mapping in field ``name`` of ``node`` (just built or decoded) a :class:`FrozenAttrs`."""
+    value = getattr(node, name)
+    if type(value) is not FrozenAttrs:
+        msgspec.structs.force_setattr(node, name, frozen_attrs(value))
+
+
 class Node(msgspec.Struct, frozen=True, gc=False, array_like=True, omit_defaults=True, tag=True):
     """Base class of all IR nodes: immutable, encoded as a tagged msgpack array."""
 
@@ -80,17 +126,20 @@ class BaseFunc(Node, frozen=True, gc=False, kw_only=True):
 
     attrs: Attrs = {}
 
+    def __post_init__(self) -> None:
+        freeze_field(self, "attrs")
+
     def with_attr(self, key: str, value: AttrValue) -> BaseFunc:
         """A copy of this function with attribute ``key`` set to ``value`` (TVM's ``with_attr``)."""
         if not isinstance(key, str):
             raise TypeError(f"attribute keys must be str, got {type(key).__name__}: {key!r}")
-        return msgspec.structs.replace(self, attrs={**self.attrs, key: value})
+        return msgspec.structs.replace(self, attrs=FrozenAttrs({**self.attrs, key: value}))
 
     def without_attr(self, key: str) -> BaseFunc:
         """A copy of this function without attribute ``key`` (unchanged if it has none)."""
         if key not in self.attrs:
             return self
-        return msgspec.structs.replace(self, attrs={k: v for k, v in self.attrs.items() if k != key})
+        return msgspec.structs.replace(self, attrs=frozen_attrs({k: v for k, v in self.attrs.items() if k != key}))
 
     @property
     def skip_optimization(self) -> bool:

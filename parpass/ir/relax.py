@@ -16,7 +16,7 @@ from typing import Any, Union
 
 import msgspec
 
-from parpass.ir.node import Attrs, BaseFunc, GlobalVar, Node, Op
+from parpass.ir.node import Attrs, BaseFunc, GlobalVar, Node, Op, freeze_field
 from parpass.ir.types import Type
 
 
@@ -81,6 +81,9 @@ class Call(Node, frozen=True, gc=False, tag="Call"):
     attrs: Attrs = {}
 
     __child_fields__ = ("op", "args")
+
+    def __post_init__(self) -> None:
+        freeze_field(self, "attrs")
 
 
 class Binding(Node, frozen=True, gc=False, tag="Binding"):

@@ -17,7 +17,7 @@ from typing import Union
 
 import msgspec
 
-from parpass.ir.node import BaseFunc, Node
+from parpass.ir.node import BaseFunc, Node, freeze_field
 
 
 class _TirNode(Node, frozen=True, gc=False, tag=lambda name: f"tir.{name}"):
@@ -302,6 +302,9 @@ class For(_TirNode, frozen=True, gc=False):
     annotations: dict[str, object] = {}
 
     __child_fields__ = ("loop_var", "min", "extent", "body")
+
+    def __post_init__(self) -> None:
+        freeze_field(self, "annotations")
 
 
 class SeqStmt(_TirNode, frozen=True, gc=False):

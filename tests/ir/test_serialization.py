@@ -688,3 +688,45 @@ def test_hash_and_bytes_stable_across_processes() -> None:
     import hashlib
 
     assert out.split() == [hashlib.sha256(to_bytes(mod)).hexdigest(), str(structural_hash(mod))]
+
+
+def test_node_attributes_are_read_only_however_the_node_was_made() -> None:
+    import copy
+    import pickle
+
+    from parpass.ir import relax, tir
+
+    mod = random_module(num_functions=6, num_prim_funcs=2, seed=4)
+    decoded = from_bytes(to_bytes(mod))
+    assert isinstance(decoded, IRModule)
+    call = relax.Call(relax.Op("add"), (), {"mode": "fast"})
+    loop = tir.For(
+        tir.Var(0, "i", "int32"),
+        tir.IntImm("int32", 0),
+        tir.IntImm("int32", 4),
+        tir.ForKind.SERIAL,
+        tir.Evaluate(tir.IntImm("int32", 0)),
+        {"pragma": 1},
+    )
+    maps = [mod[n].attrs for n in mod.names()] + [decoded[n].attrs for n in decoded.names()]
+    maps += [call.attrs, loop.annotations, mod[mod.names()[0]].with_attr("k", 1).attrs]
+    for attrs in maps:
+        for change in (
+            lambda a: a.__setitem__("k", 2),
+            lambda a: a.__delitem__(next(iter(a), "k")),
+            lambda a: a.update(k=2),
+            lambda a: a.pop("k", None),
+            lambda a: a.setdefault("k", 2),
+            lambda a: a.clear(),
+        ):
+            with pytest.raises(TypeError, match="read-only; use with_attr"):
+                change(attrs)
+    # the caller's function is unchanged, and changed copies are what with_attr/without_attr are for
+    name = mod.names()[0]
+    before = mod.encoded_function(name)
+    changed = mod[name].with_attr("k", 1).without_attr("global_symbol")
+    assert "k" in changed.attrs and "global_symbol" not in changed.attrs
+    assert mod.encoded_function(name) == before and "k" not in mod[name].attrs
+    # still plain data for everything that reads it
+    assert dict(changed.attrs) == changed.attrs and {**call.attrs} == {"mode": "fast"}
+    assert pickle.loads(pickle.dumps(call)) == call and copy.deepcopy(loop) == loop
