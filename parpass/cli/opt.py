@@ -103,7 +103,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--reproducer",
         metavar="FILE",
-        help="on a failure, write a crash reproducer to FILE (re-run it with 'parpass reproduce FILE')",
+        help="on a failure, write a crash reproducer to FILE (re-run it with 'parpass reproduce FILE'); "
+        "function-level passes then run in worker processes (unless --workers 1 or --config parpass.parallel=...), "
+        "so that a pass that kills its process is reported too",
     )
     add_common_options(parser)
     parser.set_defaults(func=run)
@@ -195,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
         config["parpass.num_workers"] = args.workers
     if args.reproducer:
         config["parpass.reproducer"] = os.path.abspath(args.reproducer)
+        # A pass that kills its process (a segfault, os._exit) can only be reported from outside it.
+        config.setdefault("parpass.parallel", "always")
     disabled = check_pass_names(split_names(args.disabled_pass), "--disabled-pass", pipeline)
     required = check_pass_names(split_names(args.required_pass), "--required-pass", pipeline)
     before = check_pass_names(split_names(args.print_ir_before), "--print-ir-before", pipeline)

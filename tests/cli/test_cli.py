@@ -295,9 +295,7 @@ def test_worker_crash_is_reported_and_reproduced(files: Path, tmp_path: Path) ->
         "--load",
         USER_PASSES,
         "--workers",
-        "2",
-        "--config",
-        "parpass.parallel=always",
+        "2",  # on a small module 'auto' would run in-process: --reproducer ships the passes to workers
         "--reproducer",
         "crash.repro",
         cwd=tmp_path,
