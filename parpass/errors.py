@@ -60,8 +60,8 @@ def _similarity(a: str, b: str) -> float:
     return score
 
 
-def closest_names(name: str, candidates: Iterable[str], limit: int = 8) -> list[str]:
-    """``candidates`` ordered by similarity to ``name`` (closest first), at most ``limit``.
+def _ranked(name: str, candidates: Iterable[str]) -> list[tuple[float, str]]:
+    """(similarity, candidate) of each distinct candidate, closest first.
 
     Ties go to a name in the same dotted namespace as ``name``, then to the given order.
     """
@@ -70,13 +70,17 @@ def closest_names(name: str, candidates: Iterable[str], limit: int = 8) -> list[
     for index, cand in enumerate(dict.fromkeys(candidates)):
         scored.append((-_similarity(name, cand), cand.lower().rpartition(".")[0] != space, index, cand))
     scored.sort()
-    return [cand for *_, cand in scored[:limit]]
+    return [(-neg, cand) for neg, _, _, cand in scored]
+
+
+def closest_names(name: str, candidates: Iterable[str], limit: int = 8) -> list[str]:
+    """``candidates`` ordered by similarity to ``name`` (closest first), at most ``limit``."""
+    return [cand for _, cand in _ranked(name, candidates)[:limit]]
 
 
 def close_names(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
     """At most ``limit`` of ``candidates`` similar enough to ``name`` to be what was meant, closest first."""
-    pool = list(dict.fromkeys(candidates))
-    return [c for c in closest_names(name, pool, len(pool)) if _similarity(name, c) >= SIMILARITY_CUTOFF][:limit]
+    return [cand for score, cand in _ranked(name, candidates) if score >= SIMILARITY_CUTOFF][:limit]
 
 
 def format_names(names: Iterable[str], total: int | None = None) -> str:
