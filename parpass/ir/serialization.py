@@ -66,7 +66,7 @@ from parpass.errors import IRError, IRFormatError, closest_names, format_names
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc, Node
 from parpass.ir.relax import Function
-from parpass.ir.tir import PrimFunc
+from parpass.ir.tir import PrimFunc, buffer_sharing
 
 __all__ = [
     "FORMATS",
@@ -233,6 +233,7 @@ def decode_function(data: bytes | bytearray | memoryview) -> BaseFunc:
     """
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    saved, buffer_sharing.table = buffer_sharing.table, {}
     try:
         return _decoder.decode(data)
     except RecursionError:
@@ -240,6 +241,7 @@ def decode_function(data: bytes | bytearray | memoryview) -> BaseFunc:
     except msgspec.DecodeError as exc:
         raise _slot_error(exc, data, msgspec.msgpack.decode, "function bytes", "") from exc
     finally:
+        buffer_sharing.table = saved
         if gc_was_enabled:
             gc.enable()
 
@@ -442,12 +444,15 @@ def _decode_part(codec: _Codec, raw: Any, type_: Any, src: str, what: str) -> An
 
 
 def _decode_slot(codec: _Codec, raw: Any, src: str, where: str, at: str) -> BaseFunc:
+    saved, buffer_sharing.table = buffer_sharing.table, {}
     try:
         func: BaseFunc = codec.func_decoder.decode(raw)
     except RecursionError:
         return _decode_deep(codec.func_decoder.decode, raw, codec.lib.decode, src, where, at)
     except msgspec.DecodeError as exc:
         raise _slot_error(exc, raw, codec.lib.decode, src, where, at) from exc
+    finally:
+        buffer_sharing.table = saved
     return func
 
 

@@ -13,6 +13,7 @@ immediates of the other operand's dtype. Comparisons are built with
 from __future__ import annotations
 
 import enum
+import threading
 from typing import Union
 
 import msgspec
@@ -239,6 +240,33 @@ class Buffer(_TirNode, frozen=True, gc=False):
         return BufferStore(self, convert(value, dtype=self.dtype), tuple(convert(i) for i in idx))
 
 
+class BufferSharing(threading.local):
+    """Per thread: while a function is being decoded, the buffers decoded so far, by value.
+
+    A function built in memory uses one :class:`Buffer` object for all the loads,
+    stores and allocations of a buffer, and passes memoize per object. msgspec
+    decodes a new object at every occurrence instead; while ``table`` is set (by
+    :func:`~parpass.ir.serialization.decode_function`), each load, store and
+    allocation is pointed at the first equal buffer as it is decoded, and a
+    PrimFunc's buffer parameters likewise, so decoded IR has the sharing of the
+    IR it was encoded from (and passes run as fast on it).
+    """
+
+    table: dict[Buffer, Buffer] | None = None
+
+
+#: The state of decoding in this thread.
+buffer_sharing = BufferSharing()
+
+
+def _share_buffer(node: BufferLoad | BufferStore | Allocate, table: dict[Buffer, Buffer]) -> None:
+    """Point ``node`` (just built, not yet seen by anyone) at the first equal buffer of ``table``."""
+    buf = node.buffer
+    shared = table.setdefault(buf, buf)
+    if shared is not buf:
+        msgspec.structs.force_setattr(node, "buffer", shared)
+
+
 class BufferLoad(PrimExprBase, frozen=True, gc=False):
     """``buffer[indices]``."""
 
@@ -246,6 +274,11 @@ class BufferLoad(PrimExprBase, frozen=True, gc=False):
     indices: tuple[PrimExpr, ...]
 
     __child_fields__ = ("buffer", "indices")
+
+    def __post_init__(self) -> None:
+        table = buffer_sharing.table
+        if table is not None:
+            _share_buffer(self, table)
 
 
 PrimExpr = Union[
@@ -324,6 +357,11 @@ class BufferStore(_TirNode, frozen=True, gc=False):
 
     __child_fields__ = ("buffer", "value", "indices")
 
+    def __post_init__(self) -> None:
+        table = buffer_sharing.table
+        if table is not None:
+            _share_buffer(self, table)
+
 
 class IfThenElse(_TirNode, frozen=True, gc=False):
     """``if condition: then_case else: else_case`` (``else_case`` may be None)."""
@@ -353,6 +391,11 @@ class Allocate(_TirNode, frozen=True, gc=False):
 
     __child_fields__ = ("buffer", "body")
 
+    def __post_init__(self) -> None:
+        table = buffer_sharing.table
+        if table is not None:
+            _share_buffer(self, table)
+
 
 class Evaluate(_TirNode, frozen=True, gc=False):
     """Evaluates ``value`` for its side effects (e.g. an intrinsic call)."""
@@ -372,6 +415,14 @@ class PrimFunc(BaseFunc, frozen=True, gc=False, tag="PrimFunc"):
     body: Stmt
 
     __child_fields__ = ("params", "body")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        table = buffer_sharing.table
+        if table:  # the body's buffers are shared already: the parameters join them
+            params = tuple(table.get(p, p) if type(p) is Buffer else p for p in self.params)  # type: ignore[arg-type]
+            if any(a is not b for a, b in zip(params, self.params, strict=True)):
+                msgspec.structs.force_setattr(self, "params", params)
 
     def with_body(self, body: Stmt) -> PrimFunc:
         """This function with another body (the same object if ``body`` is unchanged)."""
@@ -438,12 +489,17 @@ def convert(value: PrimExprLike, like: PrimExprBase | None = None, dtype: str | 
     raise TypeError(f"cannot convert {type(value).__name__} {value!r} to a PrimExpr")
 
 
+_NO_OPERANDS = frozenset({IntImm, FloatImm, Var})
+
+
 def operands(expr: PrimExprBase) -> tuple[PrimExpr, ...]:
     """The operand expressions of ``expr``, in field order (a load's indices, not its buffer).
 
     Unlike :meth:`Node.children`, this names only expressions, which is what
     expression walkers (simplifiers, vectorizers) iterate over.
     """
+    if type(expr) in _NO_OPERANDS:
+        return ()
     if isinstance(expr, _Binary):
         return (expr.a, expr.b)
     if isinstance(expr, BufferLoad):

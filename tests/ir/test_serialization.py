@@ -303,6 +303,51 @@ def test_many_bindings_round_trip() -> None:
     assert len(back["big"].body.bindings) == 100_000
 
 
+def _buffers_by_id(func: tir.PrimFunc) -> dict[int, list[tir.Buffer]]:
+    """Every Buffer object of ``func`` (parameters, loads, stores, allocations), grouped by buffer id."""
+    found: dict[int, dict[int, tir.Buffer]] = {}
+    stack: list[Any] = [func]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tir.Buffer):
+            found.setdefault(node.vid, {})[id(node)] = node
+        stack.extend(node.children())
+    return {vid: list(objs.values()) for vid, objs in found.items()}
+
+
+@pytest.mark.parametrize("how", ["decode_function", "from_bytes", "from_json"])
+def test_decoded_functions_share_each_buffer_like_built_ones(how: str) -> None:
+    built = prim_function()
+    assert {vid: len(objs) for vid, objs in _buffers_by_id(built).items()} == {1: 1, 2: 1, 6: 1}
+    if how == "decode_function":
+        back = decode_function(encode_function(built))
+    else:
+        data = to_bytes(built) if how == "from_bytes" else to_json(built)
+        back = from_bytes(data) if how == "from_bytes" else from_json(data)
+    assert isinstance(back, tir.PrimFunc)
+    # msgspec alone gives every load and store its own Buffer; decoding gives back one per buffer,
+    # the parameter's own object included
+    assert {vid: len(objs) for vid, objs in _buffers_by_id(back).items()} == {1: 1, 2: 1, 6: 1}
+    assert back.params[0] is back.body.body.seq[0].body.value.a.buffer
+    assert encode_function(back) == encode_function(built)
+
+
+def test_decoding_shares_only_equal_buffers() -> None:
+    """Two different buffers under one id (ill-formed, but decodable) stay two objects."""
+    a = tir.Buffer(1, "A", "float32", (tir.IntImm("int32", 4),))
+    other = tir.Buffer(1, "A", "float32", (tir.IntImm("int32", 8),))
+    i = tir.Var(0, "i")
+    func = tir.PrimFunc((a, i), tir.SeqStmt((a.store(i, 1.0), other.store(i, a[i]), a.store(i, other[i]))))
+    back = decode_function(encode_function(func))
+    assert isinstance(back, tir.PrimFunc)
+    first, second, third = back.body.seq
+    assert first.buffer is third.buffer is second.value.buffer is back.params[0]
+    assert second.buffer is third.value.buffer
+    assert second.buffer is not first.buffer and second.buffer == other
+    assert tir.buffer_sharing.table is None  # nothing left behind for nodes built later
+    assert tir.BufferLoad(a, (i,)).buffer is a
+
+
 def test_generated_module_round_trip() -> None:
     mod = random_module(num_functions=12, num_prim_funcs=6, size=12, seed=5)
     data = to_bytes(mod)
