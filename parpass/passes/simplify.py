@@ -234,6 +234,8 @@ class Arith:
         self._bounds: dict[int, Interval] = {}
         self._digests: dict[int, int] = {}
         self._bufkeys: dict[int, tuple[int, bytes]] = {}
+        #: integer immediates and variables by value: equal leaves (decoded IR does not share them) are seen once
+        self._leaves: dict[PrimExpr, PrimExpr] = {}
 
     # ------------------------------------------------------------------ facts
 
@@ -280,6 +282,8 @@ class Arith:
             return r
         dts = self._dt
         keep = self._keep
+        leaves = self._leaves
+        sids = self._sid
         stack = [root]
         while stack:
             node: Any = stack[-1]
@@ -290,9 +294,20 @@ class Arith:
             kind = type(node)
             if kind is IntImm or kind is FloatImm or kind is Var:
                 stack.pop()
+                keep.append(node)
+                if kind is not FloatImm:  # (0.0 == -0.0: floats are not looked up by value)
+                    first = leaves.setdefault(node, node)
+                    if first is not node:  # an equal leaf seen before: the same result and sid
+                        fk = id(first)
+                        r = memo[fk]
+                        memo[key] = node if r is first else r
+                        dts[key] = dts[fk]
+                        s = sids.get(fk)
+                        if s is not None:
+                            sids[key] = s
+                        continue
                 dtype = node.dtype
                 dts[key] = dtype
-                keep.append(node)
                 res: Result = node
                 if kind is Var:
                     value = self.values.get(node.vid)

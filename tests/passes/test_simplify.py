@@ -26,6 +26,7 @@ from tir_helpers import (
 
 from parpass.ir import IRModule, check_well_formed, tir, to_bytes
 from parpass.ir.builder import PrimFuncBuilder
+from parpass.ir.serialization import decode_function, encode_function
 from parpass.passes.simplify import Simplify, simplify_expr, simplify_prim_func
 from parpass.testing import assert_same_meaning
 from parpass.transform import get_pass
@@ -145,6 +146,21 @@ def test_unchanged_expressions_keep_their_identity() -> None:
     a = tir.Buffer(9, "A", F32, (imm(8),))
     expr = a[i * 2 + 1] * f + tir.Call(F32, "exp", (f,))
     assert simplify_expr(expr) is expr
+
+
+def test_equal_leaves_that_are_distinct_objects_simplify_alike() -> None:
+    """Decoded IR has a new object at every use of a variable or constant; results must not depend on it."""
+    twin_i, twin_f = tir.Var(i.vid, i.name_hint), tir.Var(f.vid, f.name_hint, F32)
+    a = tir.Buffer(9, "A", F32, (imm(8),))
+    kept = a[i * 2 + 1] * f + a[twin_i * imm(2) + imm(1)] * twin_f
+    assert simplify_expr(kept) is kept  # each unchanged use keeps its own object
+    cancelled = (i * 8 + imm(1)) - (twin_i * imm(8)) + tir.Var(i.vid, i.name_hint) * 0
+    assert simplify_expr(cancelled) == imm(1)
+    zero, negative_zero = tir.FloatImm(F32, 0.0), tir.FloatImm(F32, -0.0)
+    seen_first = tir.Select(tir.lt(i, 4), zero, f)
+    pair = tir.Select(tir.lt(i, 5), zero, negative_zero)
+    signs = (seen_first + pair) * (pair + seen_first)  # the constant 0.0 gets its sid first, whatever the walk order
+    assert simplify_expr(signs) is signs  # 0.0 == -0.0 as floats, but they are different constants
 
 
 # ---------------------------------------------------------------------- facts from the program
@@ -375,6 +391,17 @@ def test_integer_arithmetic_keeps_its_exact_meaning(seed: int) -> None:
         assert simplify_prim_func(out) is out, f"not idempotent:\n{out}"
         for input_seed in (0, 1, 2):
             assert_same_meaning(module_of(func), module_of(out), "main", seed=input_seed, allow_failing_before=True)
+
+
+@PROPERTY_SETTINGS
+@given(seed=SEEDS)
+def test_a_decoded_copy_simplifies_to_the_same_bytes(seed: int) -> None:
+    """What workers do: simplify a function decoded from bytes (no leaf shared) instead of the built one."""
+    prim_funcs = [f for f in small_prim_module(seed).functions.values() if isinstance(f, tir.PrimFunc)]
+    for func in (_int_function(seed, "int32"), _int_function(seed, "uint8"), *prim_funcs):
+        copy = decode_function(encode_function(func))
+        assert isinstance(copy, tir.PrimFunc)
+        assert encode_function(simplify_prim_func(copy)) == encode_function(simplify_prim_func(func))
 
 
 def test_output_is_byte_identical_across_runs() -> None:
