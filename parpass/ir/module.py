@@ -9,6 +9,7 @@ parallel executor passes worker results through the parent this way, and
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import Any, Union
 
@@ -299,12 +300,29 @@ class IRModule:
         names: Iterable[str],
         loader: Callable[[str], BaseFunc],
         attrs: Mapping[str, AttrValue] | None = None,
+        *,
+        read_only: str | None = None,
     ) -> IRModule:
-        """A module whose function ``name`` is ``loader(name)``, computed on first read and cached."""
-        mod = cls(attrs=attrs)
-        for name in names:
-            mod._slots[name] = _Slot(loader=lambda name=name: loader(name))  # type: ignore[misc]
-        return mod
+        """A module whose function ``name`` is ``loader(name)``, computed on first read and cached.
+
+        ``read_only``, if given, makes it a read-only module (the reason in the error on a write).
+        """
+        return _Deferred.make(list(names), lambda name: _Slot(loader=partial(loader, name)), attrs, read_only)
+
+    @classmethod
+    def from_encoded(
+        cls,
+        names: Iterable[str],
+        data_of: Callable[[str], bytes],
+        attrs: Mapping[str, AttrValue] | None = None,
+        *,
+        read_only: str | None = None,
+    ) -> IRModule:
+        """A module whose function ``name`` is encoded as ``data_of(name)`` (called on first use), decoded when read.
+
+        ``read_only``, if given, makes it a read-only module (the reason in the error on a write).
+        """
+        return _Deferred.make(list(names), lambda name: _Slot(data=data_of(name)), attrs, read_only)
 
     def cached_size(self, key: FuncKey) -> int | None:
         """Length of function ``key``'s encoded bytes if the module holds them, else None (nothing is encoded)."""
@@ -328,3 +346,38 @@ class IRModule:
 
     def __repr__(self) -> str:
         return f"<IRModule with {len(self)} functions: {', '.join(self.names()[:8])}{', ...' if len(self) > 8 else ''}>"
+
+
+class _Deferred(IRModule):
+    """A module whose table of function slots is made when first used.
+
+    The parallel executor's workers hand every pass a read-only view of the
+    module as it was before that pass, one per stage of a fused chain, and most
+    passes never look at it: building thousands of slots per view up front would
+    cost more than the lookups ever do.
+    """
+
+    __slots__ = ("_pending",)
+    _pending: tuple[list[str], Callable[[str], _Slot]]
+
+    @classmethod
+    def make(
+        cls,
+        names: list[str],
+        slot_of: Callable[[str], _Slot],
+        attrs: Mapping[str, AttrValue] | None,
+        read_only: str | None,
+    ) -> IRModule:
+        mod = cls.__new__(cls)
+        mod._attrs = dict(attrs or {})
+        mod._read_only = read_only
+        mod._pending = (names, slot_of)
+        return mod
+
+    def __getattr__(self, attr: str) -> Any:
+        # Called only while the ``_slots`` slot is still unset.
+        if attr != "_slots":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
+        names, slot_of = self._pending
+        self._slots = {name: slot_of(name) for name in names}
+        return self._slots

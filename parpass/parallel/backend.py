@@ -10,6 +10,7 @@ implements :class:`Backend` and is installed with :func:`set_backend`.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import threading
 from collections.abc import Callable
@@ -26,11 +27,15 @@ def in_worker() -> bool:
 
 
 def _mark_worker() -> None:
+    """The initializer of every worker process."""
     global _IN_WORKER
     _IN_WORKER = True
     # A worker must not grab every core for numpy's own threads: the pool is the parallelism.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    # loky collects garbage in a worker about once a second between tasks (without psutil);
+    # parpass and its imports are here for good, so leave them out of those collections.
+    gc.freeze()
 
 
 def usable_cores() -> int:

@@ -21,8 +21,9 @@ DEFAULT_RATE = 30e-9
 DEFAULT_OVERHEAD = 4e-3
 #: Parent-side cost per byte shipped and merged, assumed before measured.
 DEFAULT_SHIP_RATE = 1e-9
-#: Chunks per worker: more balances load better, fewer cost fewer round trips.
-CHUNKS_PER_WORKER = 8
+#: Smallest chunk, as a share of a wave's work per worker: smaller ones balance the end of a wave
+#: better, but each costs a round trip to the pool.
+MIN_CHUNK_SHARE = 1 / 32
 #: Smoothing of the running estimates (weight of the newest measurement).
 _ALPHA = 0.5
 #: Waves whose overhead the estimate is the median of.
@@ -102,26 +103,38 @@ class CostModel:
 
 
 def plan_chunks(sizes: Sequence[int], workers: int) -> list[list[int]]:
-    """Cut positions ``0..len(sizes)-1`` into chunks, largest functions first.
+    """Cut positions ``0..len(sizes)-1`` into chunks that keep every worker busy to the end.
 
-    Functions are sorted by size (descending, ties by position); big ones go
-    alone into the first chunks, and the small ones fill later chunks of about
-    equal total size, so the pool ends with small tasks and no worker is left
-    finishing one big function while the others idle.
+    Functions go largest first (ties by position), so that no big function is
+    left for the end. Chunk sizes follow *factoring* (Hummel, Schonberg and
+    Flynn, 1992): chunks are handed out in batches of one per worker, each chunk
+    of a batch holding half of the remaining work divided among the workers,
+    down to a floor of :data:`MIN_CHUNK_SHARE` of the whole. Big early chunks
+    cost few round trips; the small last ones absorb what the size of a
+    function fails to predict about its cost, so the workers finish together.
     """
     if not sizes:
         return []
+    workers = max(workers, 1)
     order = sorted(range(len(sizes)), key=lambda i: (-sizes[i], i))
-    target = max(sum(sizes) / max(workers * CHUNKS_PER_WORKER, 1), 1.0)
+    remaining = float(sum(sizes))
+    floor = max(remaining * MIN_CHUNK_SHARE / workers, 1.0)
     chunks: list[list[int]] = []
     current: list[int] = []
-    filled = 0
+    filled = 0.0
+    target = 0.0
+    left_in_batch = 0
     for i in order:
+        if not current and left_in_batch == 0:
+            target = max(remaining / (2 * workers), floor)
+            left_in_batch = workers
         current.append(i)
         filled += sizes[i]
         if filled >= target:
             chunks.append(sorted(current))
-            current, filled = [], 0
+            remaining -= filled
+            current, filled = [], 0.0
+            left_in_batch -= 1
     if current:
         chunks.append(sorted(current))
     return chunks

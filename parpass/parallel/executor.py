@@ -39,7 +39,7 @@ from parpass.parallel.capture import Emission, replay
 from parpass.parallel.config import ParallelConfig
 from parpass.parallel.cost import CostModel, plan_chunks
 from parpass.parallel.reproducer import write_reproducer
-from parpass.parallel.wave import ProgressSlots, remove, write_wave
+from parpass.parallel.wave import ProgressSlots, output_path, read_outputs, remove, write_wave
 from parpass.parallel.worker import ChunkResult, TaskError, run_chunk
 from parpass.transform.context import PassContext
 from parpass.transform.executor import InlineExecutor
@@ -219,6 +219,7 @@ class ParallelExecutor:
                     backend.submit(cfg.num_workers, run_chunk, wave_path, progress.path, len(chunks), slot, chunk)
                 )
             results = self._wait(futures, progress, cfg, names, all_names, mod, ctx, passes)
+            outputs = [_read_results(r) for r in results]
         except BaseException:
             # Ctrl-C or any failure: no worker may go on with (or outlive) this wave.
             if any(not f.done() for f in futures):
@@ -228,6 +229,8 @@ class ParallelExecutor:
             progress.close()
             remove(progress.path)
             remove(wave_path)
+            for slot in range(len(chunks)):
+                remove(output_path(wave_path, slot))
         wait_end = time.perf_counter()
         for stage, p in enumerate(passes):
             if any(stage < len(r.recomputed) and r.recomputed[stage] for r in results):
@@ -235,7 +238,7 @@ class ParallelExecutor:
         nbytes = sum(sizes)
         busy = sum(r.seconds for r in results)
         try:
-            out = self._merge(results, mod, all_names)
+            out = self._merge(outputs, mod, all_names)
             self._replay_and_raise(results, passes, all_names, mod, ctx, cfg)
         finally:
             end = time.perf_counter()
@@ -321,12 +324,11 @@ class ParallelExecutor:
     # ------------------------------------------------------------ merge, replay, errors
 
     @staticmethod
-    def _merge(results: list[ChunkResult], mod: IRModule, all_names: list[str]) -> IRModule:
+    def _merge(outputs: list[list[tuple[int, bytes]]], mod: IRModule, all_names: list[str]) -> IRModule:
         out = mod.copy()
-        for chunk in results:
-            for index, data in chunk.results:
-                if data is not None:
-                    out.set_encoded_function(all_names[index], data)
+        for chunk in outputs:
+            for index, data in chunk:
+                out.set_encoded_function(all_names[index], data)
         return out
 
     def _replay_and_raise(
@@ -356,6 +358,15 @@ class ParallelExecutor:
         )
         self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
         raise _rebuild(first, pass_name, all_names[first.index], same_wave, all_names)
+
+
+def _read_results(chunk: ChunkResult) -> list[tuple[int, bytes]]:
+    """``(function index, new bytes)`` of the functions a chunk changed, read from its output file."""
+    changed = [(index, size) for index, size in chunk.results if size >= 0]
+    if not changed:
+        return []
+    blobs = read_outputs(chunk.output, [size for _, size in changed])
+    return [(index, data) for (index, _), data in zip(changed, blobs, strict=True)]
 
 
 def _rebuild(

@@ -11,6 +11,11 @@ just lists of function indices.
 A second, small file holds one progress slot per chunk (the function being run
 and since when), written by workers and read by the parent to name the
 function a crashed or timed-out worker was running.
+
+Results come back the same way: each chunk writes the bytes of the functions
+it changed into an output file next to the wave file (:func:`output_path`),
+which the parent reads in one go. (Through loky's result pipe, a megabyte
+takes several milliseconds, during which the worker can start nothing else.)
 """
 
 from __future__ import annotations
@@ -122,6 +127,32 @@ class ProgressSlots:
 
     def close(self) -> None:
         self._map.close()
+
+
+def output_path(wave_path: str, slot: int) -> str:
+    """Where chunk ``slot`` of the wave in ``wave_path`` writes its results."""
+    return f"{wave_path}.{slot}.out"
+
+
+def write_outputs(path: str, blobs: Sequence[bytes]) -> None:
+    """Write the result bytes of one chunk, back to back."""
+    with open(path, "wb") as out:
+        out.writelines(blobs)
+
+
+def read_outputs(path: str, sizes: Sequence[int]) -> list[bytes]:
+    """The result bytes written by :func:`write_outputs`, cut by their ``sizes``."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    if len(data) != sum(sizes):
+        raise OSError(f"{path}: {len(data)} bytes of results, expected {sum(sizes)}")
+    view = memoryview(data)
+    out = []
+    offset = 0
+    for size in sizes:
+        out.append(bytes(view[offset : offset + size]))
+        offset += size
+    return out
 
 
 def remove(path: str) -> None:

@@ -3,8 +3,8 @@
 For every function index of its chunk, a task applies the chain of passes in
 order (stage by stage), recording what each pass call printed, logged, warned
 or triggered in the instruments, and the exception it raised. It returns the
-final function as bytes (or ``None`` when no pass changed it), so the parent
-never decodes what it does not read.
+final function as bytes (nothing when no pass changed it), written to the
+chunk's output file, so the parent never decodes what it does not read.
 
 The module a pass receives is the module as it was before that pass. For the
 first pass of a chain this is the wave's module; for a later pass of a fused
@@ -31,7 +31,7 @@ from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
 from parpass.ir.serialization import decode_function, encode_function
 from parpass.parallel.capture import Capture, Emission
-from parpass.parallel.wave import ProgressSlots, WaveFile
+from parpass.parallel.wave import ProgressSlots, WaveFile, output_path, write_outputs
 from parpass.transform.context import PassContext
 from parpass.transform.executor import view_reason
 from parpass.transform.pass_info import PassInfo
@@ -54,7 +54,10 @@ class TaskError:
 class ChunkResult:
     """Everything one chunk sends back: results, captured output, errors, timings."""
 
-    results: list[tuple[int, bytes | None]] = field(default_factory=list)
+    #: (function index, size of its new bytes in the output file, or -1 when no pass changed it)
+    results: list[tuple[int, int]] = field(default_factory=list)
+    #: the file holding the new bytes back to back (see :func:`~parpass.parallel.wave.output_path`), or ""
+    output: str = ""
     emissions: list[tuple[int, int, list[Emission]]] = field(default_factory=list)  # (stage, index, ...)
     errors: list[TaskError] = field(default_factory=list)
     seconds: float = 0.0
@@ -126,10 +129,11 @@ class _Wave:
             self.views.append(self._stage_view(stage))
 
     def _input_view(self) -> IRModule:
-        mod = IRModule(attrs=self.attrs)
-        for i, name in enumerate(self.file.header.names):
-            mod.set_encoded_function(name, self.file.function_bytes(i))  # type: ignore[arg-type]
-        return mod.read_only_view(view_reason(self.passes[0].info.name))
+        def data_of(name: str) -> bytes:
+            return self.file.function_bytes(self.index[name])  # type: ignore[return-value]
+
+        reason = view_reason(self.passes[0].info.name)
+        return IRModule.from_encoded(self.file.header.names, data_of, self.attrs, read_only=reason)
 
     def _stage_view(self, stage: int) -> IRModule:
         """The module before pass ``stage``, each function computed from the previous view on demand."""
@@ -155,8 +159,8 @@ class _Wave:
             finally:
                 self._loading -= 1
 
-        mod = IRModule.from_loader(self.file.header.names, load, self.attrs)
-        return mod.read_only_view(view_reason(self.passes[stage].info.name))
+        reason = view_reason(self.passes[stage].info.name)
+        return IRModule.from_loader(self.file.header.names, load, self.attrs, read_only=reason)
 
     def close(self) -> None:
         self.views.clear()
@@ -182,15 +186,17 @@ def _wave(path: str) -> _Wave:
 def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, indices: Sequence[int]) -> ChunkResult:
     """Apply the wave's chain of passes to the functions ``indices``; the task function of the pool."""
     start = time.perf_counter()
-    wave = _wave(wave_path)
-    progress = ProgressSlots(progress_path, num_slots, create=False)
-    out = ChunkResult()
-    names = wave.file.header.names
-    capture, recorder, ctx, views = wave.capture, wave.recorder, wave.ctx, wave.views
-    wave.recomputed = [0] * len(wave.passes)
     gc_was_enabled = gc.isenabled()
-    gc.disable()  # decoding builds many small objects: collecting during it costs several times the decode
+    gc.disable()  # setting up and decoding build many small objects: collecting costs several times the work
+    progress: ProgressSlots | None = None
     try:
+        wave = _wave(wave_path)
+        progress = ProgressSlots(progress_path, num_slots, create=False)
+        out = ChunkResult()
+        blobs: list[bytes] = []
+        names = wave.file.header.names
+        capture, recorder, ctx, views = wave.capture, wave.recorder, wave.ctx, wave.views
+        wave.recomputed = [0] * len(wave.passes)
         with capture, ctx:
             for index in indices:
                 progress.start(slot, index)
@@ -211,12 +217,20 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
                     if out.errors and out.errors[-1].index == index:
                         break
                 else:
-                    out.results.append((index, None if func is original else encode_function(func)))
+                    if func is original:
+                        out.results.append((index, -1))
+                    else:
+                        blobs.append(encode_function(func))
+                        out.results.append((index, len(blobs[-1])))
+        if blobs:
+            out.output = output_path(wave_path, slot)
+            write_outputs(out.output, blobs)
     finally:
         if gc_was_enabled:
             gc.enable()
-        progress.idle(slot)
-        progress.close()
+        if progress is not None:
+            progress.idle(slot)
+            progress.close()
     out.seconds = time.perf_counter() - start
     out.recomputed = wave.recomputed
     return out

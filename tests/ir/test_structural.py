@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import parpass.ir
-from parpass.ir import GlobalVar, IRModule, Node, Op, relax, tir
+from parpass.errors import ReadOnlyModuleError
+from parpass.ir import BaseFunc, GlobalVar, IRModule, Node, Op, relax, tir
 from parpass.ir.serialization import decode_function, encode_function, from_bytes, to_bytes
 from parpass.ir.structural import assert_structural_equal, structural_equal, structural_hash
 from parpass.ir.types import PrimType, TensorType, TupleType
@@ -360,6 +361,40 @@ def test_module_from_loader() -> None:
     lazy = IRModule.from_loader(mod.names(), lambda name: mod[name], attrs=mod.attrs)
     assert structural_hash(lazy) == structural_hash(mod)
     assert structural_equal(lazy, mod)
+
+
+def test_deferred_modules_load_only_what_is_read_and_can_be_read_only() -> None:
+    mod = module()
+    asked: list[str] = []
+
+    def loader(name: str) -> BaseFunc:
+        asked.append(name)
+        return mod[name]
+
+    def data_of(name: str) -> bytes:
+        asked.append(f"bytes of {name}")
+        return mod.encoded_function(name)
+
+    lazy = IRModule.from_loader(mod.names(), loader, attrs={"target": "llvm"}, read_only="a test says so")
+    encoded = IRModule.from_encoded(mod.names(), data_of, mod.attrs, read_only=None)
+    assert asked == []  # nothing is asked for before the module is used
+    assert len(lazy) == len(mod) and lazy.names() == mod.names() and lazy.get_attr("target") == "llvm"
+    assert "main" in lazy and "nope" not in lazy
+    assert asked == []
+    assert lazy["main"] is mod["main"] and lazy["main"] is mod["main"]
+    assert asked == ["main"]  # loaded once, then cached
+    with pytest.raises(ReadOnlyModuleError, match="a test says so"):
+        lazy["main"] = mod["loop"]
+    copy = lazy.copy()  # a plain, writable module; pending loads run once for both
+    copy["main"] = mod["loop"]
+    assert type(copy) is IRModule and lazy["main"] is mod["main"]
+    with pytest.raises(KeyError, match="nope"):
+        lazy["nope"]
+    assert encoded.encoded_function("loop") == mod.encoded_function("loop")
+    assert not encoded.is_decoded("loop")
+    assert_structural_equal(encoded, mod)
+    encoded["extra"] = mod["main"]  # no reason given: writable
+    assert encoded.names() == [*mod.names(), "extra"]
 
 
 def test_hash_memo_is_keyed_by_content() -> None:

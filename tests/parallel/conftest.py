@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from parallel_support import executor
@@ -21,3 +22,14 @@ def history() -> Iterator[list]:
     """The executor's wave log, cleared for the test (with what the executor learned before it)."""
     executor.forget()
     yield executor.history
+
+
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The directory of this test's wave, progress and output files, to check that none is left behind."""
+    from parpass.parallel import wave
+
+    where = tmp_path / "scratch"
+    where.mkdir()
+    monkeypatch.setattr(wave, "_scratch_dir", lambda: str(where))
+    return where

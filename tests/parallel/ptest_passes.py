@@ -90,10 +90,10 @@ class Boom(ValueError):
 
 @function_pass(opt_level=0, name="FailsOnSome")
 def fails_on_some(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
-    """Raises on functions with exactly 3 or 5 bindings."""
+    """Raises on functions with exactly 3 or 5 bindings, and changes the others (so chunks write results)."""
     if len(func.bindings) in (3, 5):
         raise Boom(f"cannot handle {len(func.bindings)} bindings")
-    return func
+    return func.with_attr("checked", True)
 
 
 class Unpicklable(Exception):
@@ -113,9 +113,10 @@ def _target(func: relax.Function) -> bool:
 
 @function_pass(opt_level=0, name="ExitsWorker")
 def exits_worker(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Kills its process on ``main``; changes the other functions (so chunks write results)."""
     if _target(func):
         os._exit(3)
-    return func
+    return func.with_attr("survived", True)
 
 
 @function_pass(opt_level=0, name="ExitsOnAny")
@@ -125,9 +126,10 @@ def exits_on_any(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax
 
 @function_pass(opt_level=0, name="Segfaults")
 def segfaults(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Crashes its process on ``main``; changes the other functions (so chunks write results)."""
     if _target(func):
         ctypes.string_at(0)
-    return func
+    return func.with_attr("survived", True)
 
 
 @function_pass(opt_level=0, name="Sleeps")

@@ -18,7 +18,7 @@ def _failing_names(mod: IRModule) -> list[str]:
     return [n for n in fails_on_some.targets(mod) if len(mod[n].bindings) in (3, 5)]
 
 
-def test_first_error_in_module_order_with_its_type_and_notes(small_module: IRModule, history) -> None:  # type: ignore[no-untyped-def]
+def test_first_error_in_module_order_with_its_type_and_notes(small_module: IRModule, history, scratch) -> None:  # type: ignore[no-untyped-def]
     failing = _failing_names(small_module)
     assert len(failing) >= 2
     before = module_bytes(small_module)
@@ -38,6 +38,7 @@ def test_first_error_in_module_order_with_its_type_and_notes(small_module: IRMod
     assert len(others) == 1
     positions = [others[0].index(repr(name)) for name in failing[1:]]
     assert positions == sorted(positions)  # reported in module order
+    assert list(scratch.iterdir()) == []  # the chunks that succeeded wrote their outputs; all are gone
     assert module_bytes(small_module) == before
 
 

@@ -39,7 +39,9 @@ def _warm(mod: IRModule) -> list[int]:
 
 
 @pytest.mark.parametrize("crashing_pass", [exits_worker, segfaults], ids=["os._exit", "segfault"])
-def test_worker_death_names_pass_and_function_and_leaves_nothing(small_module: IRModule, crashing_pass) -> None:  # type: ignore[no-untyped-def]
+def test_worker_death_names_pass_and_function_and_leaves_nothing(  # type: ignore[no-untyped-def]
+    small_module: IRModule, crashing_pass, scratch
+) -> None:
     pids = _warm(small_module)
     before = module_bytes(small_module)
     with pytest.raises(WorkerCrashedError) as info, parallel_ctx(2):
@@ -50,6 +52,7 @@ def test_worker_death_names_pass_and_function_and_leaves_nothing(small_module: I
     assert "'main'" in str(err) and crashing_pass.info.name in str(err)
     assert module_bytes(small_module) == before
     assert _wait_gone(pids) == []
+    assert list(scratch.iterdir()) == []  # no wave, progress or output file left
     # the pool is rebuilt and the next pass works
     with parallel_ctx(2):
         out = count_bindings(small_module)
@@ -107,7 +110,7 @@ def test_a_worker_dying_while_chunks_are_submitted_is_a_clear_crash(small_module
     assert get_backend() is previous
 
 
-def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule) -> None:
+def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule, scratch) -> None:  # type: ignore[no-untyped-def]
     pids = _warm(small_module)
     start = time.monotonic()
     with pytest.raises(PassTimeoutError) as info, parallel_ctx(2, **{"parpass.timeout": 0.5}):
@@ -117,6 +120,7 @@ def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule
     assert "0.5s" in str(info.value) and "Sleeps" in str(info.value)
     assert isinstance(info.value, TimeoutError)
     assert _wait_gone(pids) == []
+    assert list(scratch.iterdir()) == []
     with parallel_ctx(2):
         count_bindings(small_module)
 
