@@ -126,29 +126,40 @@ def dataflow_pipeline() -> Pass:
 
 
 def timed(pass_: Pass, mod: IRModule, workers: int, repeat: int) -> tuple[list[float], list[float], IRModule, IRModule]:
-    """Seconds of ``pass_(mod)`` in-process and with ``workers`` workers, ``repeat`` times each, interleaved.
+    """Seconds of ``pass_(mod)`` in-process and with ``workers`` workers, ``repeat`` samples each, interleaved.
 
     Interleaving puts both sides through the same spells of noise from other
-    programs on a shared machine; one warm-up run of each comes first.
+    programs on a shared machine; one warm-up run of each comes first. A run
+    shorter than :data:`MIN_SAMPLE` is timed over as many runs in a row as make
+    one sample that long (the mean per run), so that timer and scheduler
+    noise do not decide a ratio of milliseconds.
     """
     inline_ctx = PassContext(opt_level=3, config={"parpass.num_workers": 1})
     parallel_ctx = PassContext(opt_level=3, config={"parpass.num_workers": workers})
     serial: list[float] = []
     parallel: list[float] = []
     serial_out = parallel_out = mod
+    runs = 1
     for round_ in range(repeat + 1):
         for ctx, samples in ((inline_ctx, serial), (parallel_ctx, parallel)):
             with ctx:
                 start = time.perf_counter()
-                out = pass_(mod)
-                elapsed = time.perf_counter() - start
+                for _ in range(runs):
+                    out = pass_(mod)
+                elapsed = (time.perf_counter() - start) / runs
             if round_:
                 samples.append(elapsed)
+            elif ctx is inline_ctx:
+                runs = max(1, int(MIN_SAMPLE / max(elapsed, 1e-6)))
             if ctx is inline_ctx:
                 serial_out = out
             else:
                 parallel_out = out
     return serial, parallel, serial_out, parallel_out
+
+
+#: Shortest sample timed, seconds (a shorter run is repeated within one sample).
+MIN_SAMPLE = 0.2
 
 
 def _spin(n: int) -> int:

@@ -420,11 +420,14 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
 
 def _targets(passes: Sequence[FunctionLevelPass], mod: IRModule) -> list[str]:
     """Functions any pass of the chain may visit (kind and SkipOptimization read without decoding)."""
+    visits = [p.visits for p in passes]
     out = []
     for name in mod.names():
         kind, attrs = mod.kind_and_attrs(name)
-        if any(p.visits(kind, attrs) for p in passes):
-            out.append(name)
+        for visit in visits:
+            if visit(kind, attrs):
+                out.append(name)
+                break
     return out
 
 

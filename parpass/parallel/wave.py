@@ -69,7 +69,7 @@ def write_wave(
     with os.fdopen(fd, "wb") as out:
         out.write(_LEN.pack(len(header)))
         out.write(header)
-        out.write(b"".join(functions))
+        out.writelines(functions)
     return path
 
 
