@@ -4,9 +4,10 @@ The executor learns, per pass (and per fused chain), how many seconds of work
 a byte of IR costs, from every run it makes in-process or in workers, and how
 long a round trip to the pool costs. A wave runs in workers only when the
 estimated parallel time (round trip, plus the work divided among the workers)
-beats the estimated in-process time. A pass never measured is estimated at a
-deliberately high default rate, so big modules start parallel and small ones
-in-process.
+beats the estimated in-process time, which includes decoding the functions an
+earlier wave left as bytes (workers decode their share themselves). A pass
+never measured is estimated at a deliberately high default rate, so big
+modules start parallel and small ones in-process.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ DEFAULT_RATE = 30e-9
 DEFAULT_OVERHEAD = 4e-3
 #: Parent-side cost per byte shipped and merged, assumed before measured.
 DEFAULT_SHIP_RATE = 1e-9
+#: Seconds per byte to decode a function held as bytes, assumed before measured (~100 ms for 7 MB).
+DEFAULT_DECODE_RATE = 14e-9
 #: Smallest chunk, as a share of a wave's work per worker: smaller ones balance the end of a wave
 #: better, but each costs a round trip to the pool.
 MIN_CHUNK_SHARE = 1 / 32
@@ -45,6 +48,7 @@ class CostModel:
         self.overhead = DEFAULT_OVERHEAD
         self._overheads: list[float] = []
         self.ship_rate = DEFAULT_SHIP_RATE
+        self.decode_rate = DEFAULT_DECODE_RATE
         self._lock = threading.Lock()
 
     @staticmethod
@@ -57,6 +61,12 @@ class CostModel:
         if nbytes > 0:
             with self._lock:
                 self._fold(self._inline, tuple(chain), seconds / nbytes)
+
+    def record_decode(self, seconds: float, nbytes: int) -> None:
+        """Decoding ``nbytes`` of functions held as bytes took ``seconds`` in this process."""
+        if nbytes > 0:
+            with self._lock:
+                self.decode_rate = (1 - _ALPHA) * self.decode_rate + _ALPHA * seconds / nbytes
 
     def record_workers(self, chain: Sequence[str], busy: float, nbytes: int) -> None:
         """The chain kept the workers busy ``busy`` seconds in all on ``nbytes`` of IR."""
@@ -76,8 +86,11 @@ class CostModel:
             del self._overheads[:-_SAMPLES]
             self.overhead = statistics.median(self._overheads)
 
-    def estimates(self, chain: Sequence[str], nbytes: int, workers: int) -> tuple[float, float]:
-        """Estimated (in-process seconds, parallel seconds) of the chain on ``nbytes`` of IR."""
+    def estimates(self, chain: Sequence[str], nbytes: int, workers: int, encoded: int = 0) -> tuple[float, float]:
+        """Estimated (in-process seconds, parallel seconds) of the chain on ``nbytes`` of IR.
+
+        ``encoded`` bytes of it are functions held only as bytes: in-process, they are decoded first.
+        """
         key = tuple(chain)
         with self._lock:
             inline_rate = self._inline.get(key)
@@ -87,11 +100,13 @@ class CostModel:
         if worker_rate is None:
             worker_rate = inline_rate
         parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / max(workers, 1)
-        return inline_rate * nbytes, parallel
+        return inline_rate * nbytes + self.decode_rate * encoded, parallel
 
-    def should_parallelize(self, chain: Sequence[str], nbytes: int, workers: int, inline_below: float) -> bool:
-        """The automatic decision: workers only when they are expected to win."""
-        inline, parallel = self.estimates(chain, nbytes, workers)
+    def should_parallelize(
+        self, chain: Sequence[str], nbytes: int, workers: int, inline_below: float, encoded: int = 0
+    ) -> bool:
+        """The automatic decision: workers only when they are expected to win (see :meth:`estimates`)."""
+        inline, parallel = self.estimates(chain, nbytes, workers, encoded)
         if inline_below >= 0:
             return inline >= inline_below
         key = tuple(chain)

@@ -127,9 +127,10 @@ class ParallelExecutor:
             return self._run_inline(passes, mod, ctx, names, "no target functions")
         if cfg.mode == "auto":
             # Decide on the amount of IR without encoding anything just to measure it.
-            estimate = self._estimated_bytes(mod, targets)
-            if not self.cost.should_parallelize(names, estimate, cfg.num_workers, cfg.inline_below):
-                return self._run_inline(passes, mod, ctx, names, "estimated faster in-process", estimate)
+            estimate, encoded = self._estimated_bytes(mod, targets)
+            if not self.cost.should_parallelize(names, estimate, cfg.num_workers, cfg.inline_below, encoded):
+                reason = "estimated faster in-process"
+                return self._run_inline(passes, mod, ctx, names, reason, estimate, targets)
         try:
             pickled = cloudpickle.dumps(list(passes))
         except Exception as err:
@@ -148,13 +149,19 @@ class ParallelExecutor:
         self._bytes_per_function = nbytes / len(sizes)
         return self._run_parallel(passes, pickled, mod, ctx, cfg, targets, sizes, encode_seconds)
 
-    def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> int:
-        """Encoded size of ``targets``: the held bytes where there are some, else the average seen so far."""
-        total = 0
+    def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> tuple[int, int]:
+        """Encoded size of ``targets`` (the held bytes where there are some, else the average seen so far),
+        and the size of those held only as bytes, which an in-process run must decode first."""
+        total = encoded = 0
         for name in targets:
             size = mod.cached_size(name)
-            total += int(self._bytes_per_function) if size is None else size
-        return total
+            if size is None:
+                total += int(self._bytes_per_function)
+            else:
+                total += size
+                if not mod.is_decoded(name):
+                    encoded += size
+        return total, encoded
 
     def _run_inline(
         self,
@@ -164,12 +171,26 @@ class ParallelExecutor:
         names: tuple[str, ...],
         reason: str,
         nbytes: int = 0,
+        targets: Sequence[str] = (),
     ) -> IRModule:
+        """Run the chain in this process; with ``nbytes`` (a decision of 'auto'), learn what it cost.
+
+        The functions among ``targets`` still held as bytes (results of an earlier
+        wave in workers) are decoded first and timed on their own, so that the
+        pass's rate is learned without the decoding, and the decoding's without the pass.
+        """
         start = time.perf_counter()
+        pending = [name for name in targets if not mod.is_decoded(name)]
+        for name in pending:
+            mod[name]  # decoded into the module's slot, as the run would
+        decoded = time.perf_counter()
         result = self.inline.run(passes, mod, ctx)
-        wall = time.perf_counter() - start
+        end = time.perf_counter()
         if nbytes and not backend_mod.in_worker():
-            self.cost.record_inline(names, wall, nbytes)
+            if pending:
+                self.cost.record_decode(decoded - start, sum(mod.cached_size(name) or 0 for name in pending))
+            self.cost.record_inline(names, end - decoded, nbytes)
+        wall = end - start
         self._remember(WaveStats(names, False, reason, nbytes=nbytes, wall=wall, parent_seconds=wall))
         return result
 

@@ -79,6 +79,35 @@ def test_measured_costs_decide() -> None:
     assert not model.should_parallelize(["Unsure"], 100_000, 2, -1.0)
 
 
+def test_functions_left_as_bytes_cost_their_decoding_in_process() -> None:
+    """After a wave in workers, an in-process run must first decode what the workers sent back."""
+    model = CostModel()
+    model.record_inline(["Light"], 0.002, 1_000_000)
+    model.record_workers(["Light"], 0.004, 1_000_000)
+    model.record_wave(0.004, 0.004, 2, 1_000_000)
+    assert not model.should_parallelize(["Light"], 1_000_000, 2, -1.0)
+    assert model.should_parallelize(["Light"], 1_000_000, 2, -1.0, encoded=1_000_000)  # + ~14 ms to decode
+    inline, _ = model.estimates(["Light"], 1_000_000, 2, encoded=1_000_000)
+    model.record_decode(0.001, 1_000_000)  # this machine decodes faster than assumed
+    assert model.estimates(["Light"], 1_000_000, 2, encoded=1_000_000)[0] < inline
+
+
+def test_an_in_process_run_learns_the_decoding_apart_from_the_pass(history) -> None:  # type: ignore[no-untyped-def]
+    from parpass.ir.serialization import from_bytes, to_bytes
+    from parpass.parallel import default_executor
+
+    small = from_bytes(to_bytes(random_module(num_functions=6, num_prim_funcs=0, size=4, seed=1)), validate=False)
+    assert isinstance(small, IRModule)
+    targets = list(count_bindings.targets(small))
+    assert targets and not any(small.is_decoded(name) for name in small.names())
+    before = default_executor.cost.decode_rate
+    with PassContext(config={"parpass.num_workers": 2}):
+        count_bindings(small)
+    assert not history[-1].parallel
+    assert default_executor.cost.decode_rate != before
+    assert all(small.is_decoded(name) for name in targets)  # decoded once, in the caller's module
+
+
 def test_the_configured_threshold_overrides_the_estimate() -> None:
     model = CostModel()
     model.record_inline(["P"], 0.010, 1_000_000)
