@@ -26,6 +26,7 @@ import cloudpickle
 import msgspec
 
 from parpass.errors import (
+    IRFormatError,
     ParallelExecutionError,
     PassShippingError,
     PassTimeoutError,
@@ -181,8 +182,12 @@ class ParallelExecutor:
         """
         start = time.perf_counter()
         pending = [name for name in targets if not mod.is_decoded(name)]
-        for name in pending:
-            mod[name]  # decoded into the module's slot, as the run would
+        for count, name in enumerate(pending):
+            try:
+                mod[name]  # decoded into the module's slot, as the run would
+            except IRFormatError:  # bad bytes: the run meets them in module order, as a serial run would
+                del pending[count:]
+                break
         decoded = time.perf_counter()
         result = self.inline.run(passes, mod, ctx)
         end = time.perf_counter()

@@ -24,13 +24,16 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import cloudpickle
 import msgspec
 
+from parpass.errors import IRFormatError
 from parpass.instrument.base import PassInstrument
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
+from parpass.ir.peek import peek_function
 from parpass.ir.serialization import decode_function, encode_function
 from parpass.parallel.capture import Capture, Emission
 from parpass.parallel.wave import ProgressSlots, WaveFile, output_path, write_outputs
@@ -203,9 +206,8 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
             # Decoded together, then pass by pass, as the serial run goes: a pass's code and data stay
             # in the processor's caches, and the chunk's IR lies together in memory (~10% faster than
             # taking each function through the whole chain in turn).
-            originals = [decode_function(wave.file.function_bytes(index)) for index in indices]
+            originals, failed = _decode_chunk(wave, indices, progress, slot, out)
             funcs = list(originals)
-            failed = [False] * len(indices)
             for stage, p in enumerate(wave.passes):
                 view = views[stage]
                 for k, index in enumerate(indices):
@@ -243,6 +245,32 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
     out.seconds = time.perf_counter() - start
     out.recomputed = wave.recomputed
     return out
+
+
+#: Stands in for a function whose bytes did not decode (it is marked failed and never read).
+_UNREADABLE = cast(BaseFunc, None)
+
+
+def _decode_chunk(
+    wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot: int, out: ChunkResult
+) -> tuple[list[BaseFunc], list[bool]]:
+    """The functions ``indices`` decoded, and which failed to (bytes a module held unread, e.g. after a load
+    with ``validate=False``): such a failure is the function's error in the first pass that visits it,
+    where the serial run meets it."""
+    funcs: list[BaseFunc] = []
+    failed = [False] * len(indices)
+    for k, index in enumerate(indices):
+        progress.start(slot, index)
+        data = wave.file.function_bytes(index)
+        try:
+            funcs.append(decode_function(data))
+        except IRFormatError as err:
+            kind, attrs = peek_function(data)
+            stage = next((s for s, p in enumerate(wave.passes) if p.visits(kind, attrs)), 0)
+            out.errors.append(_task_error(stage, index, err))
+            funcs.append(_UNREADABLE)
+            failed[k] = True
+    return funcs, failed
 
 
 def _task_error(stage: int, index: int, err: BaseException) -> TaskError:

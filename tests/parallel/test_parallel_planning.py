@@ -5,13 +5,14 @@ from __future__ import annotations
 import gc
 import itertools
 import random
+import warnings
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from parallel_support import module_bytes, parallel_ctx
-from ptest_passes import count_bindings, keep_even
+from ptest_passes import chatty, count_bindings, keep_even
 
 from parpass.ir import IRModule
 from parpass.parallel import get_backend
@@ -106,6 +107,34 @@ def test_an_in_process_run_learns_the_decoding_apart_from_the_pass(history) -> N
     assert not history[-1].parallel
     assert default_executor.cost.decode_rate != before
     assert all(small.is_decoded(name) for name in targets)  # decoded once, in the caller's module
+
+
+def test_unreadable_function_bytes_fail_where_the_serial_run_fails(history, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Decoding ahead (in-process, or a worker's whole chunk) must not move the error ahead of earlier output."""
+    from parpass.errors import IRFormatError
+    from parpass.ir.serialization import from_bytes, to_bytes
+
+    def module() -> IRModule:
+        mod = from_bytes(to_bytes(random_module(num_functions=6, num_prim_funcs=0, size=4, seed=1)), validate=False)
+        assert isinstance(mod, IRModule)
+        name = list(chatty.targets(mod))[2]
+        # the head (kind, attrs) still reads, the body does not: a node tag no one knows
+        bad = mod.encoded_function(name).replace(b"Binding", b"Bindinx")
+        mod.set_encoded_function(name, bad)
+        return mod
+
+    outputs = []
+    # serial, 'auto' (in-process on so small a module, which decodes ahead), and in workers
+    for config in ({"parpass.num_workers": 1}, {"parpass.num_workers": 2}, {"parpass.parallel": "always"}):
+        with (
+            pytest.raises(IRFormatError, match="Bindinx"),
+            PassContext(config={"parpass.num_workers": 2, **config}),
+            warnings.catch_warnings(),
+        ):
+            warnings.simplefilter("ignore")  # Chatty warns too; what it prints is what is compared
+            chatty(module())
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0].count("out ") == 2 and outputs[1] == outputs[0] and outputs[2] == outputs[0]
 
 
 def test_the_configured_threshold_overrides_the_estimate() -> None:
