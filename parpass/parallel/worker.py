@@ -24,7 +24,6 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 import cloudpickle
 import msgspec
@@ -206,13 +205,14 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
             # Decoded together, then pass by pass, as the serial run goes: a pass's code and data stay
             # in the processor's caches, and the chunk's IR lies together in memory (~10% faster than
             # taking each function through the whole chain in turn).
-            originals, failed = _decode_chunk(wave, indices, progress, slot, out)
+            originals = _decode_chunk(wave, indices, progress, slot, out)
             funcs = list(originals)
+            failed = [False] * len(indices)  # a pass raised on it: it goes no further
             for stage, p in enumerate(wave.passes):
                 view = views[stage]
                 for k, index in enumerate(indices):
                     func = funcs[k]
-                    if failed[k] or not applies(p, func):
+                    if func is None or failed[k] or not applies(p, func):
                         continue
                     progress.start(slot, index)
                     sink = recorder.sink = capture.begin()
@@ -226,12 +226,13 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
                     if sink:
                         out.emissions.append((stage, index, sink))
             for k, index in enumerate(indices):
-                if failed[k]:
+                func = funcs[k]
+                if func is None or failed[k]:
                     continue
-                if funcs[k] is originals[k]:
+                if func is originals[k]:
                     out.results.append((index, -1))
                 else:
-                    blobs.append(encode_function(funcs[k]))
+                    blobs.append(encode_function(func))
                     out.results.append((index, len(blobs[-1])))
         if blobs:
             out.output = output_path(wave_path, slot)
@@ -247,19 +248,14 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
     return out
 
 
-#: Stands in for a function whose bytes did not decode (it is marked failed and never read).
-_UNREADABLE = cast(BaseFunc, None)
-
-
 def _decode_chunk(
     wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot: int, out: ChunkResult
-) -> tuple[list[BaseFunc], list[bool]]:
-    """The functions ``indices`` decoded, and which failed to (bytes a module held unread, e.g. after a load
-    with ``validate=False``): such a failure is the function's error in the first pass that visits it,
-    where the serial run meets it."""
-    funcs: list[BaseFunc] = []
-    failed = [False] * len(indices)
-    for k, index in enumerate(indices):
+) -> list[BaseFunc | None]:
+    """The functions ``indices``, decoded; None for bytes that do not decode (a module can hold such bytes
+    unread, e.g. after a load with ``validate=False``), reported as the function's error in the first pass
+    that visits it, where the serial run meets it."""
+    funcs: list[BaseFunc | None] = []
+    for index in indices:
         progress.start(slot, index)
         data = wave.file.function_bytes(index)
         try:
@@ -268,9 +264,8 @@ def _decode_chunk(
             kind, attrs = peek_function(data)
             stage = next((s for s, p in enumerate(wave.passes) if p.visits(kind, attrs)), 0)
             out.errors.append(_task_error(stage, index, err))
-            funcs.append(_UNREADABLE)
-            failed[k] = True
-    return funcs, failed
+            funcs.append(None)
+    return funcs
 
 
 def _task_error(stage: int, index: int, err: BaseException) -> TaskError:
