@@ -10,7 +10,7 @@ makes building and decoding large modules much faster.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
@@ -117,6 +117,9 @@ class Op(Node, frozen=True, gc=False, tag="Op"):
         return self.name
 
 
+_F = TypeVar("_F", bound="BaseFunc")
+
+
 class BaseFunc(Node, frozen=True, gc=False, kw_only=True):
     """Base of :class:`~parpass.ir.Function` and :class:`~parpass.ir.PrimFunc`.
 
@@ -129,13 +132,13 @@ class BaseFunc(Node, frozen=True, gc=False, kw_only=True):
     def __post_init__(self) -> None:
         freeze_field(self, "attrs")
 
-    def with_attr(self, key: str, value: AttrValue) -> BaseFunc:
+    def with_attr(self: _F, key: str, value: AttrValue) -> _F:
         """A copy of this function with attribute ``key`` set to ``value`` (TVM's ``with_attr``)."""
         if not isinstance(key, str):
             raise TypeError(f"attribute keys must be str, got {type(key).__name__}: {key!r}")
         return msgspec.structs.replace(self, attrs=FrozenAttrs({**self.attrs, key: value}))
 
-    def without_attr(self, key: str) -> BaseFunc:
+    def without_attr(self: _F, key: str) -> _F:
         """A copy of this function without attribute ``key`` (unchanged if it has none)."""
         if key not in self.attrs:
             return self
