@@ -233,15 +233,9 @@ def decode_function(data: bytes | bytearray | memoryview) -> BaseFunc:
     """
     gc_was_enabled = gc.isenabled()
     gc.disable()
-    saved, buffer_sharing.table = buffer_sharing.table, {}
     try:
-        return _decoder.decode(data)
-    except RecursionError:
-        return _decode_deep(_decoder.decode, data, msgspec.msgpack.decode, "function bytes")
-    except msgspec.DecodeError as exc:
-        raise _slot_error(exc, data, msgspec.msgpack.decode, "function bytes", "") from exc
+        return _decode_slot(_MSGPACK, data, "function bytes", "", "$")
     finally:
-        buffer_sharing.table = saved
         if gc_was_enabled:
             gc.enable()
 
@@ -444,6 +438,8 @@ def _decode_part(codec: _Codec, raw: Any, type_: Any, src: str, what: str) -> An
 
 
 def _decode_slot(codec: _Codec, raw: Any, src: str, where: str, at: str) -> BaseFunc:
+    """One function, typed, decoded with buffer sharing (see :class:`~parpass.ir.tir.BufferSharing`);
+    a readable IRFormatError naming ``src``, ``where`` and the path ``at`` if it is not one."""
     saved, buffer_sharing.table = buffer_sharing.table, {}
     try:
         func: BaseFunc = codec.func_decoder.decode(raw)

@@ -259,12 +259,15 @@ class BufferSharing(threading.local):
 buffer_sharing = BufferSharing()
 
 
-def _share_buffer(node: BufferLoad | BufferStore | Allocate, table: dict[Buffer, Buffer]) -> None:
-    """Point ``node`` (just built, not yet seen by anyone) at the first equal buffer of ``table``."""
-    buf = node.buffer
-    shared = table.setdefault(buf, buf)
-    if shared is not buf:
-        msgspec.structs.force_setattr(node, "buffer", shared)
+def _share_buffer(node: BufferLoad | BufferStore | Allocate) -> None:
+    """What the nodes that hold a buffer do once built: while decoding, point ``node`` (not yet seen by
+    anyone) at the first equal buffer decoded (see :class:`BufferSharing`)."""
+    table = buffer_sharing.table
+    if table is not None:
+        buf = node.buffer
+        shared = table.setdefault(buf, buf)
+        if shared is not buf:
+            msgspec.structs.force_setattr(node, "buffer", shared)
 
 
 class BufferLoad(PrimExprBase, frozen=True, gc=False):
@@ -276,9 +279,7 @@ class BufferLoad(PrimExprBase, frozen=True, gc=False):
     __child_fields__ = ("buffer", "indices")
 
     def __post_init__(self) -> None:
-        table = buffer_sharing.table
-        if table is not None:
-            _share_buffer(self, table)
+        _share_buffer(self)
 
 
 PrimExpr = Union[
@@ -358,9 +359,7 @@ class BufferStore(_TirNode, frozen=True, gc=False):
     __child_fields__ = ("buffer", "value", "indices")
 
     def __post_init__(self) -> None:
-        table = buffer_sharing.table
-        if table is not None:
-            _share_buffer(self, table)
+        _share_buffer(self)
 
 
 class IfThenElse(_TirNode, frozen=True, gc=False):
@@ -392,9 +391,7 @@ class Allocate(_TirNode, frozen=True, gc=False):
     __child_fields__ = ("buffer", "body")
 
     def __post_init__(self) -> None:
-        table = buffer_sharing.table
-        if table is not None:
-            _share_buffer(self, table)
+        _share_buffer(self)
 
 
 class Evaluate(_TirNode, frozen=True, gc=False):
