@@ -245,7 +245,7 @@ class ParallelExecutor:
                     backend.submit(cfg.num_workers, run_chunk, wave_path, progress.path, len(chunks), slot, chunk)
                 )
             results = self._wait(futures, progress, cfg, names, all_names, mod, ctx, passes)
-            outputs = [_read_results(r) for r in results]
+            outputs = [_read_results(r, output_path(wave_path, slot)) for slot, r in enumerate(results)]
         except BaseException:
             # Ctrl-C or any failure: no worker may go on with (or outlive) this wave.
             if any(not f.done() for f in futures):
@@ -386,12 +386,12 @@ class ParallelExecutor:
         raise _rebuild(first, pass_name, all_names[first.index], same_wave, all_names)
 
 
-def _read_results(chunk: ChunkResult) -> list[tuple[int, bytes]]:
-    """``(function index, new bytes)`` of the functions a chunk changed, read from its output file."""
+def _read_results(chunk: ChunkResult, path: str) -> list[tuple[int, bytes]]:
+    """``(function index, new bytes)`` of the functions a chunk changed, read from its output file ``path``."""
     changed = [(index, size) for index, size in chunk.results if size >= 0]
     if not changed:
         return []
-    blobs = read_outputs(chunk.output, [size for _, size in changed])
+    blobs = read_outputs(path, [size for _, size in changed])
     return [(index, data) for (index, _), data in zip(changed, blobs, strict=True)]
 
 

@@ -58,10 +58,9 @@ class TaskError:
 class ChunkResult:
     """Everything one chunk sends back: results, captured output, errors, timings."""
 
-    #: (function index, size of its new bytes in the output file, or -1 when no pass changed it)
+    #: (function index, size of its new bytes in the chunk's output file, or -1 when no pass changed it);
+    #: the file (:func:`~parpass.parallel.wave.output_path`) holds the new bytes back to back
     results: list[tuple[int, int]] = field(default_factory=list)
-    #: the file holding the new bytes back to back (see :func:`~parpass.parallel.wave.output_path`), or ""
-    output: str = ""
     emissions: list[tuple[int, int, list[Emission]]] = field(default_factory=list)  # (stage, index, ...)
     errors: list[TaskError] = field(default_factory=list)
     seconds: float = 0.0
@@ -235,8 +234,7 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
                     blobs.append(encode_function(func))
                     out.results.append((index, len(blobs[-1])))
         if blobs:
-            out.output = output_path(wave_path, slot)
-            write_outputs(out.output, blobs)
+            write_outputs(output_path(wave_path, slot), blobs)
     finally:
         if gc_was_enabled:
             gc.enable()
