@@ -39,7 +39,7 @@ from parpass.parallel.wave import ProgressSlots, WaveFile, output_path, write_ou
 from parpass.transform.context import PassContext
 from parpass.transform.executor import view_reason
 from parpass.transform.pass_info import PassInfo
-from parpass.transform.passes import FunctionLevelPass
+from parpass.transform.passes import FunctionLevelPass, attach_pass_note
 
 
 @dataclass
@@ -107,7 +107,7 @@ def _pickled(obj: object) -> bytes | None:
 def _portable(error: BaseException | None) -> BaseException | None:
     if error is None or _pickled(error) is not None:
         return error
-    return RuntimeError(f"{type(error).__name__}: {error}")
+    return RuntimeError(f"{type(error).__name__}: {_text(error)}")
 
 
 class _Wave:
@@ -207,6 +207,7 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
             originals = _decode_chunk(wave, indices, progress, slot, out)
             funcs = list(originals)
             failed = [False] * len(indices)  # a pass raised on it: it goes no further
+            changed_by = [0] * len(indices)  # the last stage that returned a new function
             for stage, p in enumerate(wave.passes):
                 view = views[stage]
                 for k, index in enumerate(indices):
@@ -216,10 +217,15 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
                     progress.start(slot, index)
                     sink = recorder.sink = capture.begin()
                     try:
-                        funcs[k] = p.transform_one(func, names[index], view, ctx)
-                    except Exception as err:
+                        new = p.transform_one(func, names[index], view, ctx)
+                    except BaseException as err:
+                        # SystemExit and KeyboardInterrupt from pass code too: the serial run raises them
+                        # from the pass; escaping the task would look like a broken pool.
                         out.errors.append(_task_error(stage, index, err))
                         failed[k] = True
+                    else:
+                        if new is not func:
+                            funcs[k], changed_by[k] = new, stage
                     finally:
                         recorder.sink = None
                     if sink:
@@ -230,9 +236,16 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
                     continue
                 if func is originals[k]:
                     out.results.append((index, -1))
-                else:
-                    blobs.append(encode_function(func))
-                    out.results.append((index, len(blobs[-1])))
+                    continue
+                try:
+                    data = encode_function(func)
+                except Exception as err:  # a value the IR cannot hold: an error of the pass that returned it
+                    stage = changed_by[k]
+                    attach_pass_note(err, wave.passes[stage].info.name, names[index])
+                    out.errors.append(_task_error(stage, index, err))
+                    continue
+                blobs.append(data)
+                out.results.append((index, len(data)))
         if blobs:
             write_outputs(output_path(wave_path, slot), blobs)
     finally:
@@ -268,7 +281,15 @@ def _decode_chunk(
 
 def _task_error(stage: int, index: int, err: BaseException) -> TaskError:
     text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-    return TaskError(stage, index, _pickled(err), type(err).__qualname__, str(err), text)
+    return TaskError(stage, index, _pickled(err), type(err).__qualname__, _text(err), text)
+
+
+def _text(err: BaseException) -> str:
+    """``str(err)``, or what :mod:`traceback` shows when the exception's ``__str__`` itself raises."""
+    try:
+        return str(err)
+    except Exception:
+        return "<exception str() failed>"
 
 
 def warm_up(pause: float = 0.0) -> int:

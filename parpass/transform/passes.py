@@ -184,7 +184,7 @@ class ModulePass(Pass):
         name = self._info.name
         try:
             ret = self.pass_func(mod.copy(), ctx)
-        except Exception as err:
+        except BaseException as err:  # SystemExit and KeyboardInterrupt too, as function-level passes do
             attach_pass_note(err, name)
             raise
         if not isinstance(ret, IRModule):
@@ -237,7 +237,7 @@ class FunctionLevelPass(Pass):
         """
         try:
             ret = self.pass_func(func, mod, ctx)
-        except Exception as err:
+        except BaseException as err:  # SystemExit and KeyboardInterrupt too, as workers report them
             attach_pass_note(err, self._info.name, name)
             raise
         if ret is func:

@@ -1,0 +1,100 @@
+"""Whatever pass code raises in a worker reaches the caller as the serial run raises it, and the pool survives.
+
+Issue 11: ``SystemExit``/``KeyboardInterrupt`` from pass code, an exception whose
+``__str__`` raises, a returned function that cannot be encoded (item 8); a
+nested instrument's error replayed from a worker (item 11); the worker's
+traceback of a pass defined outside any importable module (item 17).
+"""
+
+from __future__ import annotations
+
+import pytest
+from parallel_support import module_bytes, parallel_ctx, worker_pids
+from ptest_error_passes import (
+    raises_keyboard_interrupt,
+    raises_system_exit,
+    raises_unprintable,
+    returns_unencodable,
+)
+from ptest_passes import count_bindings
+
+from parpass.errors import ParallelExecutionError
+from parpass.ir import IRModule
+from parpass.transform import Pass
+
+NOTE = "parpass: raised in pass "
+
+
+def _pass_notes(err: BaseException) -> list[str]:
+    return [n for n in getattr(err, "__notes__", []) if n.startswith(NOTE)]
+
+
+def _warm_pids(mod: IRModule) -> list[int]:
+    with parallel_ctx(2):
+        count_bindings(mod)
+    pids = worker_pids()
+    assert len(pids) == 2
+    return pids
+
+
+def _raised(p: Pass, mod: IRModule, workers: int) -> BaseException:
+    """What ``p(mod)`` raises with ``workers`` workers (BaseException included: SystemExit, KeyboardInterrupt)."""
+    try:
+        with parallel_ctx(workers):
+            p(mod)
+    except BaseException as err:  # the point is to catch what escapes
+        return err
+    raise AssertionError(f"{p.info.name} raised nothing with {workers} worker(s)")
+
+
+@pytest.mark.parametrize(
+    ("p", "kind"),
+    [
+        (raises_system_exit, SystemExit),
+        (raises_keyboard_interrupt, KeyboardInterrupt),
+        (raises_unprintable, ValueError),
+    ],
+    ids=["SystemExit", "KeyboardInterrupt", "str-raises"],
+)
+def test_pass_code_exception_is_the_serial_one_and_the_pool_survives(  # type: ignore[no-untyped-def]
+    small_module: IRModule, p: Pass, kind: type[BaseException], history, scratch
+) -> None:
+    pids = _warm_pids(small_module)
+    before = module_bytes(small_module)
+    serial = _raised(p, small_module, 1)
+    parallel = _raised(p, small_module, 2)
+    assert history[-1].parallel
+    assert not isinstance(parallel, ParallelExecutionError)
+    assert type(parallel) is type(serial) and isinstance(parallel, kind)
+    assert parallel.args == serial.args
+    expected = [f"{NOTE}{p.info.name!r} on function 'main'"]
+    assert _pass_notes(serial) == expected
+    assert _pass_notes(parallel) == expected
+    assert worker_pids() == pids  # the same workers: nothing was torn down
+    assert module_bytes(small_module) == before
+    assert list(scratch.iterdir()) == []
+    with parallel_ctx(2):
+        count_bindings(small_module)
+    assert worker_pids() == pids
+
+
+def test_unencodable_result_is_an_error_of_that_pass_on_that_function(  # type: ignore[no-untyped-def]
+    small_module: IRModule, history, scratch
+) -> None:
+    pids = _warm_pids(small_module)
+    # Serially the value is refused where it is built, or else where the result is first encoded.
+    try:
+        with parallel_ctx(1):
+            out = returns_unencodable(small_module)
+        out.encoded_function("main")
+    except Exception as err:
+        serial: BaseException = err
+    else:
+        raise AssertionError("the serial run built and encoded a function it cannot encode")
+    parallel = _raised(returns_unencodable, small_module, 2)
+    assert not isinstance(parallel, ParallelExecutionError)
+    assert type(parallel) is type(serial)
+    assert _pass_notes(parallel) == [f"{NOTE}'ReturnsUnencodable' on function 'main'"]
+    assert "NotEncodable" in str(parallel)
+    assert worker_pids() == pids
+    assert list(scratch.iterdir()) == []
