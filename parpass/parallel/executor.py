@@ -372,7 +372,11 @@ class ParallelExecutor:
         for stage, index, emissions in emitted:
             if cutoff is not None and (stage, index) > cutoff:
                 break
-            _replay(emissions, ctx)
+            try:
+                _replay(emissions, ctx)
+            except BaseException as err:  # an instrument of a nested pass: serially, raised in this pass's code
+                attach_pass_note(err, passes[stage].info.name, all_names[index])
+                raise
         if not errors:
             return
         first = errors[0]

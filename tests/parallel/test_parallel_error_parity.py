@@ -16,11 +16,12 @@ from ptest_error_passes import (
     raises_unprintable,
     returns_unencodable,
 )
-from ptest_passes import count_bindings
+from ptest_passes import calls_nested_pass, count_bindings
 
 from parpass.errors import ParallelExecutionError
+from parpass.instrument import PassInstrument, pass_instrument
 from parpass.ir import IRModule
-from parpass.transform import Pass
+from parpass.transform import Pass, PassContext, PassInfo
 
 NOTE = "parpass: raised in pass "
 
@@ -98,3 +99,40 @@ def test_unencodable_result_is_an_error_of_that_pass_on_that_function(  # type: 
     assert "NotEncodable" in str(parallel)
     assert worker_pids() == pids
     assert list(scratch.iterdir()) == []
+
+
+class InstrumentFailure(RuntimeError):
+    """What the instrument below raises."""
+
+
+def _failing_instrument() -> PassInstrument:
+    @pass_instrument
+    class FailsOnThirdNested:
+        """Raises in ``run_before_pass`` of the third nested InnerModulePass (in module order)."""
+
+        def __init__(self) -> None:
+            self.seen = 0
+
+        def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
+            if info.name == "InnerModulePass":
+                self.seen += 1
+                if self.seen == 3:
+                    raise InstrumentFailure(f"nested call {self.seen}")
+
+    return FailsOnThirdNested()  # type: ignore[no-any-return]
+
+
+def test_nested_instrument_error_from_a_worker_has_the_serial_note(small_module: IRModule, history) -> None:  # type: ignore[no-untyped-def]
+    third = calls_nested_pass.targets(small_module)[2]
+    raised = []
+    for workers in (1, 2):
+        cfg = {"parpass.num_workers": workers, "parpass.parallel": "always" if workers > 1 else "never"}
+        with pytest.raises(InstrumentFailure) as info, PassContext(instruments=[_failing_instrument()], config=cfg):
+            calls_nested_pass(small_module)
+        raised.append(info.value)
+    assert history[-1].parallel and history[-1].passes == ("CallsNestedPass",)
+    serial, parallel = raised
+    assert str(parallel) == str(serial) == "nested call 3"
+    expected = [f"{NOTE}'CallsNestedPass' on function {third!r}"]
+    assert _pass_notes(serial) == expected
+    assert _pass_notes(parallel) == expected
