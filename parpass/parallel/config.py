@@ -41,7 +41,8 @@ register_config_option(
     TIMEOUT,
     float,
     default=0.0,
-    doc="Seconds one function may spend in one pass in a worker before the pass is aborted; 0: no limit.",
+    doc="Seconds one function may spend in one pass before the pass is aborted; 0: no limit. Enforced in workers "
+    "only ('auto' ships every pass while it is set); a pass kept in-process warns that it is not enforced.",
 )
 register_config_option(
     STRICT,

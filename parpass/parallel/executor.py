@@ -118,15 +118,17 @@ class ParallelExecutor:
         if cfg.num_workers < 1:
             raise ParallelExecutionError(f"config option 'parpass.num_workers' must be >= 1, got {cfg.num_workers}")
         if cfg.num_workers == 1 or cfg.mode == "never":
+            _warn_unenforced_timeout(cfg, names, "configured in-process")
             return self._run_inline(passes, mod, ctx, names, "configured in-process")
         vetoer = _vetoing_instrument(ctx)
         if vetoer is not None:
             reason = f"instrument {vetoer} may veto nested passes"
+            _warn_unenforced_timeout(cfg, names, reason)
             return self._run_inline(passes, mod, ctx, names, reason)
         targets = _targets(passes, mod)
         if not targets:
             return self._run_inline(passes, mod, ctx, names, "no target functions")
-        if cfg.mode == "auto":
+        if cfg.mode == "auto" and cfg.timeout <= 0:  # only a worker can be stopped at a timeout: ship then
             # Decide on the amount of IR without encoding anything just to measure it.
             estimate, encoded = self._estimated_bytes(mod, targets)
             if not self.cost.should_parallelize(names, estimate, cfg.num_workers, cfg.inline_below, encoded):
@@ -142,6 +144,7 @@ class ParallelExecutor:
             if key not in self._warned:
                 self._warned.add(key)
                 warnings.warn(message + "; running it in-process", RuntimeWarning, stacklevel=2)
+            _warn_unenforced_timeout(cfg, names, "pass cannot be pickled")
             return self._run_inline(passes, mod, ctx, names, "pass cannot be pickled")
         t0 = time.perf_counter()
         sizes = [len(mod.encoded_function(name)) for name in targets]
@@ -467,6 +470,22 @@ def _vetoing_instrument(ctx: PassContext) -> str | None:
         if type(pi).should_run is not PassInstrument.should_run:
             return pi.name
     return None
+
+
+def _warn_unenforced_timeout(cfg: ParallelConfig, names: tuple[str, ...], reason: str) -> None:
+    """Say that ``parpass.timeout`` does not hold for a chain that runs in-process for ``reason``.
+
+    A timeout is enforced by killing the worker that runs past it; code running in
+    the caller's own process cannot be stopped safely. Python's warning filters
+    decide how often the warning shows (by default once per pass and reason).
+    """
+    if cfg.timeout > 0:
+        warnings.warn(
+            f"config parpass.timeout={cfg.timeout:g} is not enforced for pass {_label(names)}: it runs in-process "
+            f"({reason}), and a timeout can only stop a worker process",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _label(names: tuple[str, ...]) -> str:
