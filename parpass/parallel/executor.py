@@ -41,7 +41,7 @@ from parpass.parallel.config import ParallelConfig
 from parpass.parallel.cost import CostModel, plan_chunks
 from parpass.parallel.reproducer import write_reproducer
 from parpass.parallel.wave import ProgressSlots, output_path, read_outputs, remove, write_wave
-from parpass.parallel.worker import ChunkResult, TaskError, run_chunk
+from parpass.parallel.worker import ChunkResult, TaskError, pack_passes, run_chunk
 from parpass.transform.context import PassContext
 from parpass.transform.executor import InlineExecutor
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note
@@ -135,7 +135,7 @@ class ParallelExecutor:
                 reason = "estimated faster in-process"
                 return self._run_inline(passes, mod, ctx, names, reason, estimate, targets)
         try:
-            pickled = cloudpickle.dumps(list(passes))
+            pickled = pack_passes(passes)
         except Exception as err:
             message = f"pass {names[0] if len(names) == 1 else names!r} cannot be sent to worker processes: {err}"
             if cfg.strict:

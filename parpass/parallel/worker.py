@@ -19,6 +19,7 @@ belong to the task that owns that function.
 from __future__ import annotations
 
 import gc
+import linecache
 import pickle
 import time
 import traceback
@@ -110,13 +111,27 @@ def _portable(error: BaseException | None) -> BaseException | None:
     return RuntimeError(f"{type(error).__name__}: {_text(error)}")
 
 
+def pack_passes(passes: Sequence[FunctionLevelPass]) -> bytes:
+    """``passes`` pickled for a wave, with the source the parent's :mod:`linecache` holds that is in no file.
+
+    A pass defined in a notebook cell (or a REPL) has a code object whose file
+    does not exist: only the parent's ``linecache`` knows its lines. The worker
+    gets them too, so that its tracebacks show the lines the serial run's show.
+    Raises whatever pickling the passes raises.
+    """
+    sources = {name: entry for name, entry in list(linecache.cache.items()) if len(entry) == 4 and entry[1] is None}
+    return cloudpickle.dumps((list(passes), sources))  # type: ignore[no-any-return]
+
+
 class _Wave:
     """A worker's cached state for one wave: the file, the passes, the context, the stage views."""
 
     def __init__(self, path: str) -> None:
         self.file = WaveFile(path)
         header = self.file.header
-        self.passes: list[FunctionLevelPass] = cloudpickle.loads(header.passes)
+        self.passes: list[FunctionLevelPass]
+        self.passes, sources = cloudpickle.loads(header.passes)
+        linecache.cache.update(sources)  # so that a traceback here shows the lines the parent's would
         snapshot = cloudpickle.loads(header.context)
         self.recorder = _Recorder()
         self.capture = Capture()
@@ -305,4 +320,4 @@ def warm_up(pause: float = 0.0) -> int:
     return os.getpid()
 
 
-__all__ = ["ChunkResult", "TaskError", "applies", "run_chunk", "warm_up"]
+__all__ = ["ChunkResult", "TaskError", "applies", "pack_passes", "run_chunk", "warm_up"]

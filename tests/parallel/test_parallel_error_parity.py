@@ -8,6 +8,9 @@ traceback of a pass defined outside any importable module (item 17).
 
 from __future__ import annotations
 
+import linecache
+import traceback
+
 import pytest
 from parallel_support import module_bytes, parallel_ctx, worker_pids
 from ptest_error_passes import (
@@ -136,3 +139,40 @@ def test_nested_instrument_error_from_a_worker_has_the_serial_note(small_module:
     expected = [f"{NOTE}'CallsNestedPass' on function {third!r}"]
     assert _pass_notes(serial) == expected
     assert _pass_notes(parallel) == expected
+
+
+_CELL = """\
+from parpass.transform import function_pass
+
+
+@function_pass(opt_level=0, name="CellBoom")
+def cell_boom(func, mod, ctx):
+    raise ValueError("boom in a cell")
+"""
+
+
+@pytest.mark.parametrize("where", ["file", "notebook-cell"])
+def test_worker_traceback_shows_the_users_file_line_and_source(small_module: IRModule, tmp_path, where: str) -> None:  # type: ignore[no-untyped-def]
+    """A pass defined outside any importable module (shipped by value) fails in a worker: its frame in the
+    remote traceback is the serial run's (file, line, function and the source line), whether the source is
+    a file or known only to the parent's ``linecache`` (as a notebook cell's is)."""
+    filename = str(tmp_path / "cell_17.py")
+    if where == "file":
+        (tmp_path / "cell_17.py").write_text(_CELL)
+    else:
+        linecache.cache[filename] = (len(_CELL), None, _CELL.splitlines(keepends=True), filename)
+    try:
+        namespace: dict[str, object] = {"__name__": "__main__"}  # shipped by value, as a script's passes are
+        exec(compile(_CELL, filename, "exec"), namespace)
+        cell_boom = namespace["cell_boom"]
+        assert isinstance(cell_boom, Pass)
+        serial = "".join(traceback.format_exception(_raised(cell_boom, small_module, 1)))
+        parallel = _raised(cell_boom, small_module, 2)
+    finally:
+        linecache.cache.pop(filename, None)
+    frame = f'  File "{filename}", line 6, in cell_boom\n    raise ValueError("boom in a cell")\n'
+    assert frame in serial
+    remote = [n for n in parallel.__notes__ if "remote traceback" in n]
+    assert len(remote) == 1
+    assert frame in remote[0] + "\n"
+    assert "<dynamic-code>" not in remote[0]
