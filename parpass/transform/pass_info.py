@@ -8,6 +8,32 @@ from typing import Any
 __all__ = ["PassInfo", "check_opt_level", "check_pass_names"]
 
 
+_NAMED_ESCAPES = {'"': '\\"', "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _tvm_quote(text: str) -> str:
+    """``text`` in double quotes, escaped as TVM 0.27 prints a string in an object's text.
+
+    ``"``, backslash, tab, newline and carriage return get a backslash; other
+    ASCII control characters (and DEL) become ``\\xNN``; every non-ASCII
+    character becomes ``\\uNNNN`` (``\\UNNNNNNNN`` beyond the BMP).
+    """
+    out: list[str] = []
+    for ch in text:
+        code = ord(ch)
+        if ch in _NAMED_ESCAPES:
+            out.append(_NAMED_ESCAPES[ch])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x80:
+            out.append(ch)
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
+
+
 def check_opt_level(opt_level: object, where: str) -> int:
     """``opt_level`` as an int; a clear error naming ``where`` if it is not one."""
     if isinstance(opt_level, bool) or not isinstance(opt_level, int):
@@ -120,8 +146,11 @@ class PassInfo:
         )
 
     def __str__(self) -> str:
-        # TVM's text, without its trailing newline.
+        # TVM 0.27's text (what PrintBeforeAll / PrintAfterAll print), strings quoted as TVM quotes them.
+        required = ", ".join(_tvm_quote(name) for name in self._required)
+        if len(self._required) == 1:
+            required += ","
         return (
-            f"The meta data of the pass - pass name: {self._name}, opt_level: {self._opt_level}, "
-            f"required passes: [{', '.join(self._required)}]"
+            f"transform.PassInfo(opt_level={self._opt_level}, name={_tvm_quote(self._name)}, "
+            f"required=({required}), traceable={self._traceable})"
         )
