@@ -31,9 +31,6 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
-#: Extensions written as the IR's text form when no registered file format claims them.
-TEXT_EXTENSIONS = (".ppir", ".txt")
-
 
 class UsageError(ParpassError, ValueError):
     """Bad command-line input: exit status 2. ``caret`` (optional) is printed below the error line."""
@@ -328,15 +325,17 @@ def atomic_output(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
 
 
 def output_format(path: str) -> str:
-    """``"text"``, or the registered file format's extension, for an output path; UsageError if unknown."""
+    """The registered file format (its extension) an output path names; UsageError if none does.
+
+    The same table (:data:`parpass.ir.serialization.FORMATS`) that ``load`` reads
+    with, so that every file parpass writes reads back.
+    """
     from parpass.ir.serialization import FORMATS
 
     ext = Path(path).suffix.lower()
     if ext in FORMATS:
         return ext
-    if ext in TEXT_EXTENSIONS:
-        return "text"
-    supported = ", ".join(sorted({*FORMATS, *TEXT_EXTENSIONS}))
+    supported = ", ".join(sorted(FORMATS))
     what = f"extension {ext!r}" if ext else "no extension"
     raise UsageError(f"{path}: unsupported output format ({what}); supported extensions: {supported}")
 
@@ -350,16 +349,11 @@ def write_module(mod: IRModule, path: str | None, stdout: IO[str] | None = None)
         out.write(module_text(mod))
         out.flush()
         return
-    fmt = output_format(path)
+    writer, _ = FORMATS[output_format(path)]
     try:
-        if fmt == "text":
-            with atomic_output(path, "w") as handle:
-                handle.write(module_text(mod))
-        else:
-            writer, _ = FORMATS[fmt]
-            data = writer(mod)
-            with atomic_output(path, "wb") as handle:
-                handle.write(data)
+        data = writer(mod)
+        with atomic_output(path, "wb") as handle:
+            handle.write(data)
     except OSError as err:
         raise UsageError(f"{path}: cannot write: {err.strerror or err}") from err
 

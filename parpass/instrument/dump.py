@@ -1,4 +1,4 @@
-"""DumpIR: one file per pass run, with the module's text after the pass."""
+"""DumpIR: one file per pass run, with the module's text after the pass (a file ``load`` reads back)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 __all__ = ["DumpIR"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_DUMP_FILE = re.compile(r"^\d{3,}_.*\.txt$")
+#: The extension of dump files: the text form, a registered file format (``parpass show`` and ``load`` read them).
+DUMP_EXTENSION = ".txt"
+_DUMP_FILE = re.compile(r"^\d{3,}_.*" + re.escape(DUMP_EXTENSION) + "$")
 
 
 def _file_part(name: str) -> str:
@@ -31,7 +33,9 @@ class DumpIR(PassInstrument):
     digits (more when needed), so the files sort in run order and the names are
     the same on every run of the same pipeline. ``refresh=True`` first removes
     earlier dump files (only files named like dumps) from ``dump_dir``.
-    Vetoed and failed passes write nothing.
+    Vetoed and failed passes write nothing. A dump is written by the text
+    format's writer from the table ``load`` reads with, so ``load(dump)`` gives
+    the module back.
     """
 
     def __init__(self, dump_dir: str | os.PathLike[str], refresh: bool = False) -> None:
@@ -55,6 +59,9 @@ class DumpIR(PassInstrument):
         with self._lock:
             index = self.counter
             self.counter += 1
+        from parpass.ir.serialization import FORMATS
+
+        writer, _ = FORMATS[DUMP_EXTENSION]
         self.dump_dir.mkdir(parents=True, exist_ok=True)
-        path = self.dump_dir / f"{index:03d}_{_file_part(info.name)}.txt"
-        path.write_text(mod.script() + "\n", encoding="utf-8")
+        path = self.dump_dir / f"{index:03d}_{_file_part(info.name)}{DUMP_EXTENSION}"
+        path.write_bytes(writer(mod))

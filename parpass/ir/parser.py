@@ -1535,4 +1535,6 @@ def _read_text(data: bytes, source: str) -> IRObject:
     return parse_text(text, os.fspath(source))
 
 
-register_format(TEXT_EXTENSION, _write_text, _read_text, override=True)
+# ``.txt`` too: what DumpIR and ``parpass gen -o m.txt`` write is the text form, and reads back as such.
+for _ext in (TEXT_EXTENSION, ".txt"):
+    register_format(_ext, _write_text, _read_text, override=True)
