@@ -3,7 +3,9 @@
 All parpass errors derive from :class:`ParpassError`, and each also derives from
 the builtin exception a Python programmer would expect (``ValueError`` for bad
 input, ``KeyError`` for a missing name, ``TypeError`` for a wrong type), so that
-``except ValueError`` keeps working.
+``except ValueError`` keeps working. Where TVM raises another builtin for the same
+mistake (``AttributeError`` for a bad config key or value), the class derives from
+that one too, so that code written for TVM keeps catching it.
 """
 
 from __future__ import annotations
@@ -148,7 +150,14 @@ def suggestion(name: str, candidates: Iterable[str], listing: str) -> str:
     return f"none is registered; {listing} lists them"
 
 
-def unknown_name(kind: str, name: str, candidates: Iterable[str], where: str, listing: str) -> NameNotFoundError:
-    """A NameNotFoundError for ``kind`` ``name`` in a registry, naming only the names close to it."""
+def unknown_name(
+    kind: str,
+    name: str,
+    candidates: Iterable[str],
+    where: str,
+    listing: str,
+    error: type[NameNotFoundError] = NameNotFoundError,
+) -> NameNotFoundError:
+    """An ``error`` (a NameNotFoundError) for ``kind`` ``name`` in a registry, naming only the names close to it."""
     place = f" {where}" if where else ""
-    return NameNotFoundError(f"no {kind} named {name!r}{place}; {suggestion(name, candidates, listing)}")
+    return error(f"no {kind} named {name!r}{place}; {suggestion(name, candidates, listing)}")

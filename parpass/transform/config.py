@@ -23,12 +23,13 @@ from typing import Any
 
 import msgspec
 
-from parpass.errors import ParpassError, close_names, format_names, unknown_name
+from parpass.errors import NameNotFoundError, ParpassError, close_names, format_names, unknown_name
 
 __all__ = [
     "ConfigOption",
     "PassConfig",
     "PassConfigError",
+    "UnknownConfigOptionError",
     "get_config_option",
     "list_configs",
     "register_config_option",
@@ -38,8 +39,20 @@ __all__ = [
 _NO_DEFAULT: Any = object()
 
 
-class PassConfigError(ParpassError, TypeError):
-    """A PassContext config value of the wrong type, or a struct value with an unknown or bad field."""
+class PassConfigError(ParpassError, TypeError, AttributeError):
+    """A PassContext config value of the wrong type, or a struct value with an unknown or bad field.
+
+    Also an ``AttributeError``: TVM raises one for a value of the wrong type, and
+    code written for TVM catches that.
+    """
+
+
+class UnknownConfigOptionError(NameNotFoundError, AttributeError):
+    """A config key that is not registered; the message names the closest registered keys.
+
+    A ``KeyError`` (parpass's :class:`~parpass.errors.NameNotFoundError`) and, as
+    TVM raises for an unknown key, an ``AttributeError``.
+    """
 
 
 def _type_name(tp: object) -> str:
@@ -200,11 +213,16 @@ def register_config_option(
 
 
 def get_config_option(name: str) -> ConfigOption:
-    """The registered option ``name``; a KeyError naming the closest registered keys if unknown."""
+    """The registered option ``name``; an UnknownConfigOptionError naming the closest registered keys if unknown."""
     option = _OPTIONS.get(name)
     if option is None:
         raise unknown_name(
-            "config option", name, sorted(_OPTIONS), "(register it with register_config_option)", "list_configs()"
+            "config option",
+            name,
+            sorted(_OPTIONS),
+            "(register it with register_config_option)",
+            "list_configs()",
+            UnknownConfigOptionError,
         )
     return option
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import re
 from typing import Literal
 
@@ -158,3 +159,57 @@ def test_config_must_be_a_mapping_of_str() -> None:
         PassContext(config=[("a", 1)])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="config keys must be str"):
         PassContext(config={1: 2})  # type: ignore[dict-item]
+
+
+# TVM raises AttributeError for an unknown config key and for a value of the wrong type
+# (apache-tvm 0.27: "Invalid config option 'x' candidates are: ..." and "Expect config x to have type
+# bool, but instead get float"). parpass's own classes are also AttributeErrors, so code written for TVM
+# (``except AttributeError``) still catches them, and code written for parpass (KeyError/TypeError) too.
+
+
+def _raised(config: dict) -> BaseException:
+    with pytest.raises(Exception) as info:
+        PassContext(config=config)
+    return info.value
+
+
+def test_unknown_key_is_also_an_attribute_error_as_in_tvm() -> None:
+    from parpass.transform import UnknownConfigOptionError
+
+    register_config_option("test.level", int, default=3)
+    err = _raised({"test.levle": 1})
+    assert type(err) is UnknownConfigOptionError
+    for cls in (AttributeError, KeyError, LookupError, NameNotFoundError, UnknownConfigOptionError):
+        assert isinstance(err, cls), cls
+    # the message reads as one sentence: not quoted as KeyError's str() would quote it
+    assert str(err) == (
+        "no config option named 'test.levle' (register it with register_config_option); closest: 'test.level'"
+    )
+    assert pickle.loads(pickle.dumps(err)).args == err.args
+    for catch in (AttributeError, KeyError, NameNotFoundError):
+        with pytest.raises(catch):
+            PassContext(config={"test.levle": 1})
+    # reading an unknown key from a context's config raises the same error
+    with pytest.raises(AttributeError, match=r"no config option named 'test\.levle'"):
+        PassContext().config["test.levle"]
+    assert PassContext().config.get("test.levle", 5) == 5
+
+
+@pytest.mark.parametrize(
+    ("config", "match"),
+    [
+        ({"test.opt": "3"}, r"^config option 'test.opt' expects int, got str '3'"),
+        ({"test.unroll": 5}, r"expects .*Unroll \(or a dict of its fields\), got int 5$"),
+        ({"test.unroll": {"max_dpth": 1}}, r"has no field 'max_dpth'; closest: 'max_depth'$"),
+        ({"test.unroll": {"max_depth": "1"}}, r"field 'max_depth' expects int, got str '1'"),
+    ],
+)
+def test_wrong_value_is_also_an_attribute_error_as_in_tvm(config: dict, match: str) -> None:
+    register_config_option("test.opt", int)
+    register_config_option("test.unroll", Unroll)
+    err = _raised(config)
+    assert type(err) is PassConfigError
+    for cls in (AttributeError, TypeError, PassConfigError):
+        assert isinstance(err, cls), cls
+    assert re.search(match, str(err)), str(err)
+    assert pickle.loads(pickle.dumps(err)).args == err.args
