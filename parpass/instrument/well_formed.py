@@ -47,24 +47,74 @@ class _Entry:
 class WellFormedInstrument(PassInstrument):
     """Raises :class:`~parpass.errors.IRError` when a pass receives or returns ill-formed IR.
 
-    ``check_before`` / ``check_after`` choose which side of each pass is checked
-    (both by default; checking before catches IR that was ill-formed from the
-    start, or that an earlier pass outside this context broke).
+    TVM's arguments, with TVM's meaning (``tvm.relax.ir.instrument.WellFormedInstrument``):
+
+    * ``check_ty`` (default True): check types (inferred types against
+      annotations, argument types of calls, ...). False leaves them out, as
+      TVM's ``check_ty=False`` does, and checks only the structure. Unlike
+      TVM's, True does not require every binding to carry a type: parpass IR
+      carries types only where known (InferType fills them in).
+    * ``validate_before_transform`` (default True): also check the module a pass
+      is given (this catches IR that was ill-formed from the start, or that an
+      earlier pass outside this context broke); False checks only after.
+
+    ``check_before`` is parpass's name for ``validate_before_transform`` (give
+    either; both must agree when both are given); ``check_after=False`` skips
+    the check after each pass, which TVM always makes.
     """
 
-    def __init__(self, check_before: bool = True, check_after: bool = True) -> None:
-        self.check_before = check_before
-        self.check_after = check_after
+    def __init__(
+        self,
+        check_ty: bool = True,
+        validate_before_transform: bool | None = None,
+        *,
+        check_before: bool | None = None,
+        check_after: bool = True,
+    ) -> None:
+        both = check_before is not None and validate_before_transform is not None
+        if both and bool(check_before) != bool(validate_before_transform):
+            raise TypeError(
+                f"WellFormedInstrument: check_before={check_before!r} and "
+                f"validate_before_transform={validate_before_transform!r} disagree "
+                "(they are the same switch; give one)"
+            )
+        before = check_before if check_before is not None else validate_before_transform
+        self._check_ty = bool(check_ty)
+        self.check_before = True if before is None else bool(before)
+        self.check_after = bool(check_after)
         self._cache: dict[str, _Entry] = {}
         #: Number of functions actually checked (not answered from the cache); for tests and tuning.
         self.functions_checked = 0
 
+    @property
+    def check_ty(self) -> bool:
+        """Whether types are checked (TVM's ``check_ty``); setting it forgets the cached results."""
+        return self._check_ty
+
+    @check_ty.setter
+    def check_ty(self, value: bool) -> None:
+        self._check_ty = bool(value)
+        self._cache.clear()
+
+    @property
+    def validate_before_transform(self) -> bool:
+        """TVM's name for :attr:`check_before`: whether the module a pass is given is checked."""
+        return self.check_before
+
+    @validate_before_transform.setter
+    def validate_before_transform(self, value: bool) -> None:
+        self.check_before = bool(value)
+
     def __getstate__(self) -> dict[str, object]:
         # The cache is a per-process memo: never ship it (instruments may be pickled to workers).
-        return {"check_before": self.check_before, "check_after": self.check_after}
+        return {"check_ty": self.check_ty, "check_before": self.check_before, "check_after": self.check_after}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(bool(state["check_before"]), bool(state["check_after"]))  # type: ignore[misc]
+        self.__init__(  # type: ignore[misc]
+            bool(state.get("check_ty", True)),
+            check_before=bool(state["check_before"]),
+            check_after=bool(state["check_after"]),
+        )
 
     def enter_pass_ctx(self) -> None:
         self._cache.clear()
@@ -90,7 +140,7 @@ class WellFormedInstrument(PassInstrument):
             live.add(name)
             entry = cache.get(name)
             if entry is None or entry.func is not func or not _callees_unchanged(mod, entry):
-                found, callees = function_problems(func, name, mod)
+                found, callees = function_problems(func, name, mod, check_types=self.check_ty)
                 self.functions_checked += 1
                 snapshot = tuple((c, _function_or_none(mod, c)) for c in callees)
                 entry = _Entry(func, snapshot, found)

@@ -91,28 +91,35 @@ _FOR_KINDS = frozenset(k.value for k in tir.ForKind)
 _MAX_LISTED = 50
 
 
-def well_formed(x: IRModule | BaseFunc, mod: IRModule | None = None, name: str | None = None) -> list[str]:
+def well_formed(
+    x: IRModule | BaseFunc, mod: IRModule | None = None, name: str | None = None, *, check_types: bool = True
+) -> list[str]:
     """The well-formedness problems of ``x`` (a module or one function); empty if there are none.
 
     For a single function, ``mod`` (when given) is the module its calls refer to;
     without it, calls of module functions are not checked. ``name`` is the
-    function's name in messages.
+    function's name in messages. ``check_types=False`` (TVM's ``check_ty=False``)
+    leaves out the type checks of dataflow Functions: no type is inferred or
+    compared, so only structural problems (scopes, ids, callees, arity) and
+    annotations that are not valid types are reported.
     """
     problems: list[str] = []
     if isinstance(x, IRModule):
         for gv, func in x.items():
-            _check_function(func, gv.name_hint, x, problems)
+            _check_function(func, gv.name_hint, x, problems, check_types)
     elif isinstance(x, BaseFunc):
         label = name or str(x.attrs.get("global_symbol", "<function>"))
-        _check_function(x, label, mod, problems)
+        _check_function(x, label, mod, problems, check_types)
     else:
         raise TypeError(f"well_formed expects an IRModule, Function or PrimFunc, got {type(x).__name__}")
     return problems
 
 
-def check_well_formed(x: IRModule | BaseFunc, mod: IRModule | None = None, name: str | None = None) -> None:
+def check_well_formed(
+    x: IRModule | BaseFunc, mod: IRModule | None = None, name: str | None = None, *, check_types: bool = True
+) -> None:
     """Raise :class:`~parpass.errors.IRError` listing the problems of ``x``, if it has any."""
-    problems = well_formed(x, mod, name)
+    problems = well_formed(x, mod, name, check_types=check_types)
     if problems:
         raise IRError(format_problems(problems))
 
@@ -126,10 +133,12 @@ def format_problems(problems: list[str], header: str = "ill-formed IR") -> str:
     return text
 
 
-def _check_function(func: BaseFunc, name: str, mod: IRModule | None, problems: list[str]) -> tuple[str, ...]:
+def _check_function(
+    func: BaseFunc, name: str, mod: IRModule | None, problems: list[str], check_types: bool = True
+) -> tuple[str, ...]:
     """Append the problems of one function to ``problems``; return the module functions it calls."""
     if isinstance(func, relax.Function):
-        checker = _RelaxChecker(func, name, mod, problems)
+        checker = _RelaxChecker(func, name, mod, problems, check_types)
         checker.run()
         return tuple(checker.callees)
     if isinstance(func, tir.PrimFunc):
@@ -139,7 +148,9 @@ def _check_function(func: BaseFunc, name: str, mod: IRModule | None, problems: l
     return ()
 
 
-def function_problems(func: BaseFunc, name: str, mod: IRModule | None) -> tuple[list[str], tuple[str, ...]]:
+def function_problems(
+    func: BaseFunc, name: str, mod: IRModule | None, *, check_types: bool = True
+) -> tuple[list[str], tuple[str, ...]]:
     """The problems of function ``name`` of ``mod``, and the names of the module functions it calls.
 
     A function's problems depend only on the function and on the functions it
@@ -147,7 +158,7 @@ def function_problems(func: BaseFunc, name: str, mod: IRModule | None) -> tuple[
     the same objects (as :class:`parpass.instrument.well_formed.WellFormedInstrument` does).
     """
     problems: list[str] = []
-    callees = _check_function(func, name, mod, problems)
+    callees = _check_function(func, name, mod, problems, check_types)
     return problems, callees
 
 
@@ -211,7 +222,10 @@ def _var_name(var: Any) -> str:
 class _RelaxChecker:
     """Checks one dataflow Function with a task stack and a stack of inferred types."""
 
-    def __init__(self, func: relax.Function, name: str, mod: IRModule | None, problems: list[str]) -> None:
+    def __init__(
+        self, func: relax.Function, name: str, mod: IRModule | None, problems: list[str], check_types: bool = True
+    ) -> None:
+        self.check_types = check_types  # False: every type is unknown, so no type check fires
         self.func = func
         self.name = name
         self.mod = mod
@@ -233,7 +247,7 @@ class _RelaxChecker:
             self.report(loc, f"vid {var.vid} is defined twice (first at {_format_loc(first)})")
         else:
             self.defined[var.vid] = loc
-        self.scope[var.vid] = ty
+        self.scope[var.vid] = ty if self.check_types else None
 
     def run(self) -> None:
         func = self.func
@@ -310,7 +324,8 @@ class _RelaxChecker:
                 arg_types = types[len(types) - n :] if n else []
                 if n:
                     del types[-n:]
-                types.append(self.call(call, arg_types, loc))
+                result = self.call(call, arg_types, loc)
+                types.append(result if self.check_types else None)
             elif code == _TUPLE:
                 _, expr, loc = task
                 n = len(expr.fields)
@@ -388,7 +403,7 @@ class _RelaxChecker:
         expected = size * np.dtype(const.dtype).itemsize
         if len(const.data) != expected:
             self.report(loc, f"constant of type {format_type(ty)} holds {len(const.data)} bytes, expected {expected}")
-        return ty
+        return ty if self.check_types else None
 
     def call(self, call: relax.Call, arg_types: list[Any], loc: Any) -> Any:
         op = call.op
@@ -402,7 +417,7 @@ class _RelaxChecker:
             if info.num_inputs is not None and info.num_inputs != len(call.args):
                 self.report(loc, f"op {op.name!r} takes {info.num_inputs} argument(s), got {len(call.args)}")
                 return None
-            if info.infer_type is None or not known:
+            if info.infer_type is None or not known or not self.check_types:
                 return None
             try:
                 return info.infer_type(arg_types, call.attrs)
