@@ -358,6 +358,18 @@ def write_module(mod: IRModule, path: str | None, stdout: IO[str] | None = None)
         raise UsageError(f"{path}: cannot write: {err.strerror or err}") from err
 
 
+def make_output_dir(path: str, option: str) -> None:
+    """Create directory ``path`` (for files written while passes run) now, or a UsageError naming ``option``."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        raise UsageError(f"{option} {path}: exists and is not a directory") from None
+    except OSError as err:
+        raise UsageError(f"{option} {path}: cannot create the directory: {err.strerror or err}") from err
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: the directory is not writable")
+
+
 def check_output_path(path: str | None) -> None:
     """Fail early (before any work) when ``path`` cannot be written in a known format."""
     if path is None or path == "-":

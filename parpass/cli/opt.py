@@ -17,6 +17,7 @@ from parpass.cli.common import (
     check_output_path,
     check_pass_names,
     make_context,
+    make_output_dir,
     non_negative_int,
     parse_config,
     pass_note,
@@ -206,10 +207,10 @@ def run(args: argparse.Namespace) -> int:
     check_output_path(args.output)
     if args.reproducer:
         check_output_path_dir(args.reproducer, "--reproducer")
-    if args.dump_ir and os.path.exists(args.dump_ir) and not os.path.isdir(args.dump_ir):
-        raise UsageError(f"--dump-ir {args.dump_ir}: exists and is not a directory")
 
     mod = read_module(args.input)
+    if args.dump_ir:
+        make_output_dir(args.dump_ir, "--dump-ir")  # after the input is read: a bad input leaves no directory
 
     instruments: list[PassInstrument] = []
     timing = PassTimingInstrument() if args.time_passes else None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
+
+import msgspec
 
 from parpass.parallel.backend import usable_cores
 from parpass.transform.config import register_config_option
@@ -18,7 +20,7 @@ REPRODUCER = "parpass.reproducer"
 
 register_config_option(
     NUM_WORKERS,
-    int,
+    Annotated[int, msgspec.Meta(ge=1)],
     default=usable_cores(),
     doc="Worker processes for function-level passes; 1 runs everything in-process. "
     "Default: the cores this process may use.",

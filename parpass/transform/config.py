@@ -3,7 +3,8 @@
 A pass that reads ``ctx.config["my.option"]`` registers the option first with
 :func:`register_config_option` (TVM's ``TVM_REGISTER_PASS_CONFIG_OPTION``). The
 type is a scalar type (``int``, ``float``, ``bool``, ``str``), anything
-:func:`msgspec.convert` understands (``list[int]``, ``Literal[...]``, ``X | None``),
+:func:`msgspec.convert` understands (``list[int]``, ``Literal[...]``, ``X | None``,
+a range: ``Annotated[int, msgspec.Meta(ge=1)]``, named ``int >= 1`` in errors),
 or a structured type: a ``msgspec.Struct`` or dataclass, given in the context as a
 dict (or as an instance) and stored as the type with its defaults filled in.
 
@@ -55,7 +56,21 @@ class UnknownConfigOptionError(NameNotFoundError, AttributeError):
     """
 
 
+#: ``msgspec.Meta`` bounds, as a type name shows them (``int >= 1``).
+_BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+
+
 def _type_name(tp: object) -> str:
+    if typing.get_origin(tp) is typing.Annotated:  # a type with a valid range: Annotated[int, msgspec.Meta(ge=1)]
+        base, *extras = typing.get_args(tp)
+        bounds = [
+            f"{op} {getattr(meta, attr)}"
+            for meta in extras
+            if isinstance(meta, msgspec.Meta)
+            for attr, op in _BOUNDS
+            if getattr(meta, attr) is not None
+        ]
+        return " ".join([_type_name(base), " and ".join(bounds)]) if bounds else _type_name(base)
     if isinstance(tp, type):
         return tp.__qualname__ if tp.__module__ in ("builtins", "__main__") else f"{tp.__module__}.{tp.__qualname__}"
     return repr(tp).replace("typing.", "")

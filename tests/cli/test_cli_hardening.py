@@ -66,3 +66,39 @@ def test_dump_ir_files_load_back(tmp_path: Path, run_main) -> None:  # type: ign
         assert isinstance(load(dump), IRModule)
         assert run_main("show", str(dump), cwd=tmp_path).returncode == 0
     assert structural_equal(load(dumps[-1]), expected)  # the last dump is the pipeline's output
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# item 18: usage errors exit 2 on one line naming the option
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    from parpass.ir import save
+
+    save(random_module(3, seed=1), tmp_path / "m.msgpack")
+    return tmp_path
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_config_num_workers_below_one_is_a_usage_error(value: str, small: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    result = run_main("opt", "m.msgpack", "-p", SPEC, "--config", f"parpass.num_workers={value}", cwd=small)
+    assert_usage_error(result, "--config", "parpass.num_workers", ">= 1")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_unwritable_dump_ir_directory_is_a_usage_error(small: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    (small / "afile").write_text("x")
+    result = run_main("opt", "m.msgpack", "-p", SPEC, "--dump-ir", "afile/dumps", cwd=small)
+    assert_usage_error(result, "--dump-ir", "afile/dumps")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_read_only_dump_ir_directory_is_a_usage_error(small: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only directories")
+    (small / "ro").mkdir(mode=0o500)
+    result = run_main("opt", "m.msgpack", "-p", SPEC, "--dump-ir", "ro", cwd=small)
+    assert_usage_error(result, "--dump-ir", "ro", "not writable")
