@@ -34,8 +34,9 @@ from parpass.cli.common import (
     add_common_options,
     add_config_options,
     atomic_output,
+    build_pipeline,
     make_context,
-    non_negative_int,
+    opt_level,
     parse_config,
     positive_int,
 )
@@ -43,7 +44,7 @@ from parpass.cli.gen import add_module_size_options, make_module
 from parpass.cli.progress import ProgressBar, ProgressInstrument
 from parpass.instrument import PassInstrument, PassTiming, PassTimingInstrument
 from parpass.ir.module import IRModule
-from parpass.transform import FunctionLevelPass, Pass, Sequential, parse_pipeline, pipeline_spec
+from parpass.transform import FunctionLevelPass, Pass, Sequential, pipeline_spec
 
 _DESCRIPTION = """\
 Time a pass pipeline (the default pipeline unless --pipeline) on a random module of
@@ -102,10 +103,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "-O",
         "--opt-level",
-        type=non_negative_int,
+        type=opt_level,
         default=2,
         metavar="N",
-        help="opt_level of the PassContext and of the default pipeline (default 2)",
+        help="opt_level, 0 to 3, of the PassContext and of the default pipeline (default 2)",
     )
     add_config_options(parser)
     parser.add_argument("--json", metavar="FILE", help="write the raw figures to FILE as JSON")
@@ -489,7 +490,7 @@ def run(args: argparse.Namespace) -> int:
     cores = usable_cores()
     counts: list[int] = args.workers if args.workers else [max(2, cores)]
     if args.pipeline is not None:
-        pipeline: Pass = parse_pipeline(args.pipeline)
+        pipeline: Pass = build_pipeline(args.pipeline, "--pipeline")
         pipeline_label = args.pipeline
     else:
         from parpass.passes import default_pipeline

@@ -130,6 +130,21 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+#: The opt levels the commands take (TVM's, as ``tvmc --opt-level`` takes them); a Sequential skips passes above it.
+OPT_LEVELS = range(4)
+
+
+def opt_level(text: str) -> int:
+    """An ``--opt-level`` value: an integer from 0 to 3."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an opt_level from 0 to 3, got {text!r}") from None
+    if value not in OPT_LEVELS:
+        raise argparse.ArgumentTypeError(f"expected an opt_level from 0 to 3, got {value}")
+    return value
+
+
 def split_names(values: Iterable[str] | None) -> list[str]:
     """Comma lists (the option may also be repeated) as one list of non-empty names, in order, without repeats."""
     out: list[str] = []
@@ -143,14 +158,26 @@ def split_names(values: Iterable[str] | None) -> list[str]:
 
 def pipeline_names(p: Pass) -> list[str]:
     """Names of ``p`` and every pass inside it (Sequentials included), in order."""
-    out: list[str] = []
+    return [q.info.name for q in _walk(p)]
+
+
+def build_pipeline(spec: str, option: str) -> Pass:
+    """The pipeline ``spec`` describes; a UsageError naming ``option`` when it holds no pass (it would run nothing)."""
+    from parpass.transform import parse_pipeline
+
+    pipeline = parse_pipeline(spec)
+    if all(isinstance(p, Sequential) for p in _walk(pipeline)):
+        raise UsageError(f"{option} {spec!r}: empty pipeline spec, it names no pass ('parpass passes' lists them)")
+    return pipeline
+
+
+def _walk(p: Pass) -> Iterator[Pass]:
     stack: list[Pass] = [p]
     while stack:
         q = stack.pop()
-        out.append(q.info.name)
+        yield q
         if isinstance(q, Sequential):
             stack.extend(reversed(q.passes))
-    return out
 
 
 def check_pass_names(names: Sequence[str], option: str, pipeline: Pass | None = None) -> list[str]:

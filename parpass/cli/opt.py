@@ -14,11 +14,12 @@ from parpass.cli.common import (
     UsageError,
     add_common_options,
     add_config_options,
+    build_pipeline,
     check_output_path,
     check_pass_names,
     make_context,
     make_output_dir,
-    non_negative_int,
+    opt_level,
     parse_config,
     pass_note,
     positive_int,
@@ -35,7 +36,7 @@ from parpass.instrument import (
     PrintIRBefore,
 )
 from parpass.ir.module import IRModule
-from parpass.transform import Pass, PassContext, PassInfo, Sequential, parse_pipeline
+from parpass.transform import Pass, PassContext, PassInfo, Sequential
 
 _DESCRIPTION = """\
 Run a pass pipeline on a module file and write the result: in the format the output's
@@ -70,10 +71,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "-O",
         "--opt-level",
-        type=non_negative_int,
+        type=opt_level,
         default=2,
         metavar="N",
-        help="PassContext opt_level: a Sequential skips passes above it (default 2)",
+        help="PassContext opt_level, 0 to 3: a Sequential skips passes above it (default 2)",
     )
     parser.add_argument(
         "--disabled-pass", action="append", default=[], metavar="NAMES", help="passes to skip (comma list)"
@@ -128,7 +129,7 @@ class FailureRecorder(PassInstrument):
 
 def _build_pipeline(args: argparse.Namespace) -> Pass:
     if args.passes is not None:
-        return parse_pipeline(args.passes)
+        return build_pipeline(args.passes, "-p")
     try:
         from parpass.passes import default_pipeline
     except ImportError as err:

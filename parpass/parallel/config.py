@@ -41,7 +41,7 @@ register_config_option(
 )
 register_config_option(
     TIMEOUT,
-    float,
+    Annotated[float, msgspec.Meta(ge=0)],
     default=0.0,
     doc="Seconds one function may spend in one pass before the pass is aborted; 0: no limit. Enforced in workers "
     "only ('auto' ships every pass while it is set); a pass kept in-process warns that it is not enforced.",

@@ -49,7 +49,7 @@ longer counts).
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -86,15 +86,19 @@ from parpass.transform import (
 __all__ = ["UnrollLoop", "UnrollLoopConfig", "unroll_prim_func"]
 
 
+#: A threshold: a count, never negative (a negative one would only ever mean "never", silently).
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
 class UnrollLoopConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The fields of config option ``"tir.UnrollLoop"`` (TVM's ``UnrollLoopConfig``)."""
 
     #: Threshold of the number of steps of a loop for automatic unrolling.
-    auto_max_step: int = 0
+    auto_max_step: _Count = 0
     #: Maximum nesting of automatically unrolled loops.
-    auto_max_depth: int = 8
+    auto_max_depth: _Count = 8
     #: Loops with at most this extent are unrolled automatically.
-    auto_max_extent: int = 0
+    auto_max_extent: _Count = 0
     #: Replace loops by copies of their bodies (else only mark them ``unrolled``).
     explicit_unroll: bool = True
     #: Also unroll loops whose variable indexes local (allocated) buffers.

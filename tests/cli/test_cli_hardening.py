@@ -69,7 +69,7 @@ def test_dump_ir_files_load_back(tmp_path: Path, run_main) -> None:  # type: ign
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# item 18: usage errors exit 2 on one line naming the option
+# items 18 and 20: usage errors exit 2 on one line naming the option, values outside their range are refused
 
 
 @pytest.fixture
@@ -102,3 +102,39 @@ def test_read_only_dump_ir_directory_is_a_usage_error(small: Path, run_main) -> 
     (small / "ro").mkdir(mode=0o500)
     result = run_main("opt", "m.msgpack", "-p", SPEC, "--dump-ir", "ro", cwd=small)
     assert_usage_error(result, "--dump-ir", "ro", "not writable")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--config", "parpass.timeout=-1"], ["--config", "parpass.timeout", ">= 0"]),
+        (["-p", "UnrollLoop{auto_max_step=-5}"], ["auto_max_step", ">= 0", "-5"]),
+        (["-p", "UnrollLoop{auto_max_depth=-1}"], ["auto_max_depth", ">= 0"]),
+        (["--config", 'tir.UnrollLoop={"auto_max_extent": -2}'], ["tir.UnrollLoop", "auto_max_extent", ">= 0"]),
+        (["-O", "9"], ["--opt-level", "0 to 3", "9"]),
+        (["-O", "-1"], ["--opt-level", "0 to 3"]),
+        (["-p", ""], ["-p", "empty"]),
+        (["-p", "seq()"], ["-p", "empty"]),
+    ],
+)
+def test_values_outside_their_range_are_refused(args: list[str], fragments: list[str], small: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    full = ["opt", "m.msgpack", *args] if "-p" in args else ["opt", "m.msgpack", "-p", SPEC, *args]
+    assert_usage_error(run_main(*full, cwd=small), *fragments)
+
+
+def test_bench_refuses_an_opt_level_out_of_range_and_an_empty_pipeline(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    assert_usage_error(run_main("bench", "-O", "4", "--functions", "2", cwd=tmp_path), "--opt-level", "0 to 3")
+    assert_usage_error(run_main("bench", "--pipeline", "", "--functions", "2", cwd=tmp_path), "--pipeline", "empty")
+
+
+def test_library_rejects_out_of_range_values_naming_the_key_and_the_range() -> None:
+    from parpass.passes import UnrollLoop
+    from parpass.transform import PassConfigError, PassContext
+
+    with pytest.raises(PassConfigError, match=r"'parpass\.timeout' expects float >= 0"):
+        PassContext(config={"parpass.timeout": -1.0})
+    with pytest.raises(PassConfigError, match=r"'parpass\.num_workers' expects int >= 1"):
+        PassContext(config={"parpass.num_workers": 0})
+    with pytest.raises(PassConfigError, match=r"field 'auto_max_step' expects int >= 0, got int -5"):
+        UnrollLoop(auto_max_step=-5)
+    PassContext(config={"parpass.timeout": 0.0, "parpass.num_workers": 1, "tir.UnrollLoop": {"auto_max_step": 0}})
