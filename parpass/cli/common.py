@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -85,6 +86,29 @@ def pass_note(error: BaseException) -> tuple[str | None, str | None]:
                 break
             return (str(pass_name), None if func is None else str(func))
     return None, None
+
+
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """Warnings shown as ``parpass: warning: ...`` on one line of stderr, like the command's errors.
+
+    Python's default display adds the file, the line and its source: noise to a
+    user of the command, who did not write the line that warns.
+    """
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: IO[str] | None = None,
+        line: str | None = None,
+    ) -> None:
+        print(f"parpass: warning: {first_line(str(message))}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def first_line(text: str) -> str:

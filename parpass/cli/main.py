@@ -69,11 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             names = ", ".join(module.__name__.rsplit(".", 1)[1] for module in _COMMANDS)
             raise UsageError(f"no command given; choose one of: {names} (start with 'parpass bench')")
         show_traceback = bool(getattr(args, "traceback", False))
-        from parpass.cli.common import import_builtins, load_user_code
+        from parpass.cli.common import import_builtins, load_user_code, one_line_warnings
 
         import_builtins()  # before user code, which may build on them (and must not register first)
         load_user_code(getattr(args, "load", None))
-        status: int = args.func(args)
+        with one_line_warnings():
+            status: int = args.func(args)
         return status
     except PassFailure as err:
         _report(err, show_traceback)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import warnings
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import msgspec
 
-from parpass.parallel.backend import usable_cores
+from parpass.parallel.backend import in_worker, usable_cores
 from parpass.transform.config import register_config_option
 from parpass.transform.context import PassContext
 
@@ -23,7 +25,7 @@ register_config_option(
     Annotated[int, msgspec.Meta(ge=1)],
     default=usable_cores(),
     doc="Worker processes for function-level passes; 1 runs everything in-process. "
-    "Default: the cores this process may use.",
+    "Default: the cores this process may use (more only add memory and start-up time: a warning says so, once).",
 )
 register_config_option(
     MODE,
@@ -75,7 +77,7 @@ class ParallelConfig:
     @classmethod
     def of(cls, ctx: PassContext) -> ParallelConfig:
         cfg = ctx.config
-        return cls(
+        out = cls(
             num_workers=int(cfg[NUM_WORKERS]),
             mode=str(cfg[MODE]),
             inline_below=float(cfg[INLINE_BELOW]),
@@ -83,3 +85,32 @@ class ParallelConfig:
             strict=bool(cfg[STRICT]),
             reproducer=str(cfg[REPRODUCER]),
         )
+        if out.num_workers > 1 and out.mode != "never":
+            _warn_if_oversubscribed(out.num_workers)
+        return out
+
+
+# More workers than cores is legal (it can help a pass that waits), but usually a mistake that costs memory and time.
+_LOCK = threading.Lock()
+_CHECKED_WORKER_COUNTS: set[int] = set()  # counts compared with the cores already (reading them costs ~0.1 ms)
+_warned_oversubscribed = False
+
+
+def _warn_if_oversubscribed(num_workers: int) -> None:
+    """A RuntimeWarning, once per process, when ``num_workers`` exceeds the usable cores."""
+    global _warned_oversubscribed
+    with _LOCK:
+        if _warned_oversubscribed or num_workers in _CHECKED_WORKER_COUNTS or in_worker():
+            return
+        _CHECKED_WORKER_COUNTS.add(num_workers)
+        cores = usable_cores()
+        if num_workers <= cores:
+            return
+        _warned_oversubscribed = True
+    warnings.warn(
+        f"config option {NUM_WORKERS!r} is {num_workers}, more than the {cores} usable "
+        f"core{'s' if cores != 1 else ''}: each extra worker process costs memory and start-up time "
+        f"and makes passes slower, not faster (the default is the usable cores; said once per process)",
+        RuntimeWarning,
+        stacklevel=4,
+    )

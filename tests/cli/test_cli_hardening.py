@@ -138,3 +138,50 @@ def test_library_rejects_out_of_range_values_naming_the_key_and_the_range() -> N
     with pytest.raises(PassConfigError, match=r"field 'auto_max_step' expects int >= 0, got int -5"):
         UnrollLoop(auto_max_step=-5)
     PassContext(config={"parpass.timeout": 0.0, "parpass.num_workers": 1, "tir.UnrollLoop": {"auto_max_step": 0}})
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# item 19: more workers than usable cores is said, once
+
+
+@pytest.fixture
+def one_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The executor sees 1 usable core and has not warned yet in this process."""
+    import parpass.parallel.config as parallel_config
+
+    monkeypatch.setattr(parallel_config, "usable_cores", lambda: 1)
+    monkeypatch.setattr(parallel_config, "_CHECKED_WORKER_COUNTS", set(), raising=False)
+    monkeypatch.setattr(parallel_config, "_warned_oversubscribed", False, raising=False)
+
+
+def test_more_workers_than_cores_warns_once_per_process(one_core: None) -> None:
+    import warnings
+
+    from parpass.passes import FoldConstant
+    from parpass.transform import PassContext
+
+    mod = random_module(4, seed=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for workers in (2, 2, 3):
+            with PassContext(config={"parpass.num_workers": workers, "parpass.parallel": "auto"}):
+                FoldConstant()(mod)
+    said = [str(w.message) for w in caught if "usable core" in str(w.message)]
+    assert len(said) == 1, said
+    assert "'parpass.num_workers' is 2" in said[0] and "1 usable core" in said[0]
+    assert issubclass(next(w.category for w in caught if "usable core" in str(w.message)), RuntimeWarning)
+
+
+def test_default_num_workers_is_the_usable_cores() -> None:
+    from parpass.parallel import usable_cores
+    from parpass.transform import get_config_option
+
+    assert get_config_option("parpass.num_workers").default == usable_cores()
+
+
+def test_cli_warns_in_one_line_when_workers_exceed_the_cores(one_core: None, small: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    result = run_main("opt", "m.msgpack", "-p", SPEC, "--workers", "2", "-o", "o.msgpack", cwd=small)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("parpass: warning: "), lines
+    assert "1 usable core" in lines[0]
