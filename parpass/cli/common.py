@@ -27,6 +27,7 @@ from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
 from parpass.transform import Pass, PassContext, Sequential, get_config_option, list_passes
 from parpass.transform.passes import NOTE_PREFIX
+from parpass.transform.registry import PASS_LISTING
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -209,7 +210,7 @@ def check_pass_names(names: Sequence[str], option: str, pipeline: Pass | None = 
     known = list(dict.fromkeys([*list_passes(), *(pipeline_names(pipeline) if pipeline is not None else [])]))
     for name in names:
         if name not in known:
-            raise UsageError(f"{option}: unknown pass {name!r}; {suggestion(name, known, 'parpass.list_passes()')}")
+            raise UsageError(f"{option}: unknown pass {name!r}; {suggestion(name, known, PASS_LISTING)}")
     return list(names)
 
 

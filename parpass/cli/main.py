@@ -13,11 +13,11 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from parpass.cli import bench, gen, opt, reproduce, show
+from parpass.cli import bench, gen, opt, passes, reproduce, show
 from parpass.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Parser, PassFailure, UsageError, error_line
 from parpass.errors import ParpassError
 
-_COMMANDS = (bench, opt, gen, show, reproduce)
+_COMMANDS = (bench, opt, gen, show, passes, reproduce)
 
 _EPILOG = """\
 exit status: 0 success, 1 a pass failed, 2 a usage error.

@@ -49,6 +49,7 @@ longer counts).
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Annotated, Any
 
 import msgspec
@@ -372,3 +373,14 @@ def UnrollLoop(**overrides: Any) -> Pass:
     return prim_func_pass(  # type: ignore[no-any-return]
         functools.partial(_unroll_loop, overrides=overrides), opt_level=0, name="UnrollLoop"
     )
+
+
+# The options it takes as ``**overrides``, spelled out for pipeline specs (which check names and values against a
+# factory's signature) and ``parpass passes``: the fields of UnrollLoopConfig, with their types, ranges and defaults.
+UnrollLoop.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
+        for f in msgspec.structs.fields(UnrollLoopConfig)
+    ],
+    return_annotation=Pass,
+)

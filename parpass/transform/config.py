@@ -60,6 +60,11 @@ class UnknownConfigOptionError(NameNotFoundError, AttributeError):
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 
 
+def type_name(tp: object) -> str:
+    """How errors and listings name a value type: ``int``, ``int >= 1``, ``Literal['a', 'b']``, a struct's path."""
+    return _type_name(tp)
+
+
 def _type_name(tp: object) -> str:
     if typing.get_origin(tp) is typing.Annotated:  # a type with a valid range: Annotated[int, msgspec.Meta(ge=1)]
         base, *extras = typing.get_args(tp)

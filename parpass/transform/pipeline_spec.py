@@ -52,6 +52,7 @@ import msgspec
 
 from parpass.errors import ParpassError, closest_names, format_names, suggestion
 from parpass.transform import registry
+from parpass.transform.config import type_name
 from parpass.transform.passes import Pass, Sequential
 
 __all__ = ["Pipeline", "PipelineSpecError", "parse_pipeline", "pipeline_spec", "spec_value"]
@@ -262,7 +263,7 @@ def _annotation(factory: Callable[..., Any], param: inspect.Parameter) -> Any:
 def _type_text(tp: Any) -> str:
     if isinstance(tp, type):
         return tp.__name__
-    return repr(tp).replace("typing.", "")
+    return type_name(tp)  # ranges as ``int >= 0``
 
 
 def _check_value(factory: Callable[..., Any], param: inspect.Parameter, value: Any) -> str | None:
@@ -419,7 +420,7 @@ class _Parser:
     def build_pass(self, name: str, name_pos: int, options: list[_Option]) -> tuple[Pass, str]:
         factory = registry.get_pass_factory(name)
         if factory is None:
-            hint = suggestion(name, registry.list_passes(), "list_passes()")
+            hint = suggestion(name, registry.list_passes(), registry.PASS_LISTING)
             raise self.error(f"unknown pass {name!r}; {hint}", name_pos)
         kwargs: dict[str, Any] = {}
         if options:

@@ -21,6 +21,9 @@ __all__ = ["get_pass", "get_pass_factory", "list_passes", "register_pass"]
 
 _F = TypeVar("_F", bound=Callable[[], "Pass"])
 
+#: Where an unknown-pass error says the registered passes are listed.
+PASS_LISTING = "list_passes() (on the command line: parpass passes)"
+
 _LOCK = threading.Lock()
 _FACTORIES: dict[str, Callable[[], Pass]] = {}
 
@@ -75,7 +78,7 @@ def get_pass(name: str) -> Pass:
 
     factory = _FACTORIES.get(name)
     if factory is None:
-        raise unknown_name("pass", name, sorted(_FACTORIES), "in the pass registry", "list_passes()")
+        raise unknown_name("pass", name, sorted(_FACTORIES), "in the pass registry", PASS_LISTING)
     p = factory()
     if not isinstance(p, Pass):
         raise TypeError(f"the factory registered as pass {name!r} returned {type(p).__name__}, not a Pass")

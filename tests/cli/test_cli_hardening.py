@@ -185,3 +185,58 @@ def test_cli_warns_in_one_line_when_workers_exceed_the_cores(one_core: None, sma
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("parpass: warning: "), lines
     assert "1 usable core" in lines[0]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# item 21: the registered passes, listed from the command line
+
+USER_PASSES = str(Path(__file__).with_name("cli_user_passes.py"))
+
+
+def test_passes_lists_every_registered_pass_with_kind_opt_level_and_options(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    from parpass.transform import list_passes
+
+    result = run_main("passes", "--load", USER_PASSES, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = {line.split()[0]: line for line in result.stdout.splitlines()[2:] if line.strip()}
+    assert set(list_passes()) <= set(lines), set(list_passes()) - set(lines)
+    assert lines["FoldConstant"].split()[1:3] == ["function", "2"]
+    assert lines["Simplify"].split()[1:3] == ["prim_func", "0"]
+    assert lines["RemoveUnusedFunctions"].split()[1:3] == ["module", "1"]
+    assert "auto_max_step: int >= 0 = 0" in lines["UnrollLoop"]
+    assert "explicit_unroll: bool = True" in lines["UnrollLoop"]
+    assert "tag: str = 'tagged'" in lines["TagModule"] and "count: int = 1" in lines["TagModule"]  # a user's pass
+
+
+def test_passes_json(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    result = run_main("passes", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    table = {entry["name"]: entry for entry in json.loads(result.stdout)}
+    assert table["InferType"]["kind"] == "function" and table["InferType"]["opt_level"] == 0
+    step = next(o for o in table["UnrollLoop"]["options"] if o["name"] == "auto_max_step")
+    assert step == {"name": "auto_max_step", "type": "int >= 0", "default": 0}
+    assert table["FoldConstant"]["options"] == [] and table["FoldConstant"]["doc"]
+
+
+def test_unknown_pass_errors_point_at_parpass_passes(tmp_path: Path, small: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    spec = run_main("opt", "m.msgpack", "-p", "Zzzqqq", cwd=small)
+    assert_usage_error(spec, "unknown pass 'Zzzqqq'", "parpass passes")
+    assert_usage_error(
+        run_main("opt", "m.msgpack", "-p", SPEC, "--disabled-pass", "Zzzqqq", cwd=small),
+        "--disabled-pass: unknown pass 'Zzzqqq'",
+        "parpass passes",
+    )
+
+
+def test_readme_documents_parpass_passes() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "**`parpass passes`**" in readme
+
+
+def test_unroll_loop_options_in_a_spec_are_checked_by_name_and_range(small: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    typo = run_main("opt", "m.msgpack", "-p", "UnrollLoop{auto_max_stpe=4}", cwd=small)
+    assert_usage_error(typo, "auto_max_stpe", "auto_max_step")
+    ok = run_main("opt", "m.msgpack", "-p", "Simplify,UnrollLoop{auto_max_step=16,explicit_unroll=false}", cwd=small)
+    assert ok.returncode == 0, ok.stderr

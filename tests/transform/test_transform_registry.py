@@ -29,7 +29,8 @@ def test_unknown_name_lists_closest() -> None:
         get_pass("FoldConstX")
     assert isinstance(info.value, KeyError)
     assert "FuseOps" not in str(info.value)  # only the close names, not every registered one
-    with pytest.raises(NameNotFoundError, match=r"none of the \d+ registered is close; list_passes\(\) lists them"):
+    listing = r"list_passes\(\) \(on the command line: parpass passes\) lists them"
+    with pytest.raises(NameNotFoundError, match=r"none of the \d+ registered is close; " + listing):
         get_pass("zzz")
 
 
