@@ -59,6 +59,9 @@ examples:
   parpass bench --functions 500 --pipeline 'InferType,FoldConstant,DeadCodeElimination'
 """
 
+#: How to get matplotlib for ``--plot`` (the README says the same).
+PLOT_INSTALL_HINT = 'pip install matplotlib, or pip install ".[plot]" in a parpass checkout'
+
 #: Config options bench sets itself.
 _RESERVED = ("parpass.num_workers",)
 
@@ -320,6 +323,7 @@ def summarize(
         entry["efficiency"] = {
             str(c): medians[1] / medians[c] / min(c, cores) if medians[c] > 0 else None for c in configs if c != 1
         }
+        entry["ran"] = {str(c): _ran(name, runs, c, leaf_kinds) for c in configs if c != 1 and name not in seq_names}
         entry["where"] = _where(name, runs, [c for c in configs if c != 1], name in seq_names, leaf_kinds)
         rows.append(entry)
     overhead = {}
@@ -359,6 +363,17 @@ def _leaf_kinds(pipeline: Pass) -> dict[str, str]:
     return out
 
 
+def _ran(name: str, runs: Sequence[Run], workers: int, kinds: dict[str, str]) -> str:
+    """Where a pass ran in the pass-by-pass runs with ``workers``: ``workers``, ``in-process``, or ``mixed`` (both)."""
+    if kinds.get(name) == "module":
+        return "in-process"
+    waves = [w for r in runs if r.workers == workers for w in r.waves if name in w["passes"]]
+    shipped = sum(1 for w in waves if w["parallel"])
+    if not waves:
+        return "-"
+    return "workers" if shipped == len(waves) else "in-process" if shipped == 0 else "mixed"
+
+
 def _where(name: str, runs: Sequence[Run], counts: Sequence[int], is_seq: bool, kinds: dict[str, str]) -> str:
     """Where a pass ran in the parallel runs: ``workers``, or in-process and why."""
     if is_seq:
@@ -381,7 +396,7 @@ def render_table(summary: dict[str, Any], counts: Sequence[int], cores: int) -> 
     configs = [c for c in counts if c != 1]
     header = ["pass", "in-process"]
     for c in configs:
-        header += [f"{c} worker{'s' if c > 1 else ''}", "speedup", "efficiency"]
+        header += [f"{c} worker{'s' if c > 1 else ''}", "ran", "speedup", "efficiency"]
     body: list[list[str]] = []
     notes: list[str] = []
     for row in summary["rows"]:
@@ -390,7 +405,8 @@ def render_table(summary: dict[str, Any], counts: Sequence[int], cores: int) -> 
         cells = ["  " * row["depth"] + row["name"], _fmt_time(base)]
         for c in configs:
             other = sec[str(c)]
-            cells += [_fmt_time(other), _fmt_speedup(base, other), _fmt_eff(base, other, min(c, cores))]
+            ran = row.get("ran", {}).get(str(c), "")
+            cells += [_fmt_time(other), ran, _fmt_speedup(base, other), _fmt_eff(base, other, min(c, cores))]
         if row["where"]:
             notes.append(f"  {row['name']}: {row['where']}")
         body.append(cells)
@@ -401,6 +417,7 @@ def render_table(summary: dict[str, Any], counts: Sequence[int], cores: int) -> 
         for c in configs:
             cells += [
                 _fmt_time(total[str(c)]),
+                "",
                 _fmt_speedup(total["1"], total[str(c)]),
                 _fmt_eff(total["1"], total[str(c)], min(c, cores)),
             ]
@@ -414,8 +431,13 @@ def render_table(summary: dict[str, Any], counts: Sequence[int], cores: int) -> 
 
     rule = "-" * len(line(header))
     out = [line(header), rule, *(line(r) for r in body), rule, *(line(r) for r in totals)]
+    out += [
+        "",
+        "ran: where a pass ran in the parallel runs, pass by pass: 'workers' (every wave shipped), 'in-process' "
+        "(kept in this process: a module pass, or the executor's choice), 'mixed' (some waves each)",
+    ]
     if notes:
-        out += ["", "passes that ran in-process in the parallel runs:", *notes]
+        out += ["", "passes that ran in-process in the parallel runs, and why:", *notes]
     return "\n".join(out)
 
 
@@ -430,7 +452,7 @@ def _check_plot(path: str | None) -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise UsageError(
-            "--plot needs matplotlib, which is not installed; install it with: pip install 'parpass[plot]'"
+            f"--plot needs matplotlib, which is not installed; install it with: {PLOT_INSTALL_HINT}"
         ) from None
     ext = os.path.splitext(path)[1].lower().lstrip(".")
     if ext not in ("png", "svg", "pdf"):
@@ -502,6 +524,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         spec = None
 
+    prim_funcs = args.prim_funcs if args.prim_funcs is not None else args.functions // 2
+    if args.functions + prim_funcs == 0:
+        given = f"--functions {args.functions}"
+        if args.prim_funcs is not None:
+            given += f" --prim-funcs {args.prim_funcs}"
+        raise UsageError(f"{given}: an empty module, nothing to time (give --functions or --prim-funcs of at least 1)")
+
     started = time.perf_counter()
     mod = make_module(args)
     data = to_bytes(mod)
@@ -510,7 +539,6 @@ def run(args: argparse.Namespace) -> int:
     small = to_bytes(random_module(max(8, 4 * max(counts)), None, args.size, args.seed + 1))
     del mod
 
-    prim_funcs = args.prim_funcs if args.prim_funcs is not None else args.functions // 2
     out = sys.stdout
     out.write(
         f"parpass bench: random_module(functions={args.functions}, prim_funcs={prim_funcs}, size={args.size}, "
@@ -557,7 +585,7 @@ def run(args: argparse.Namespace) -> int:
         figures = {
             "module": {
                 "functions": args.functions,
-                "prim_funcs": args.prim_funcs,
+                "prim_funcs": prim_funcs,
                 "size": args.size,
                 "seed": args.seed,
                 "num_functions": num_funcs,

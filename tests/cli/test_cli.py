@@ -516,7 +516,7 @@ def test_bench_plot(tmp_path: Path, run_main) -> None:  # type: ignore[no-untype
         import matplotlib  # noqa: F401
     except ImportError:
         result = run_main("bench", "--functions", "8", "--repeat", "1", "--plot", "s.png", cwd=tmp_path)
-        assert_usage_error(result, "--plot needs matplotlib", "pip install 'parpass[plot]'")
+        assert_usage_error(result, "--plot needs matplotlib", 'pip install ".[plot]"')
         assert not (tmp_path / "s.png").exists()
         return
     proc = parpass("bench", "--functions", "8", "--repeat", "1", "--workers", "2", "--plot", "s.png", cwd=tmp_path)

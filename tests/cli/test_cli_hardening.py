@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import test_cli
-from test_cli import SPEC, assert_usage_error, in_process
+from test_cli import SPEC, assert_usage_error, in_process, parpass
 
 from parpass.ir import IRModule, from_bytes, load, structural_equal, to_bytes
 from parpass.ir.serialization import FORMATS
@@ -240,3 +240,66 @@ def test_unroll_loop_options_in_a_spec_are_checked_by_name_and_range(small: Path
     assert_usage_error(typo, "auto_max_stpe", "auto_max_step")
     ok = run_main("opt", "m.msgpack", "-p", "Simplify,UnrollLoop{auto_max_step=16,explicit_unroll=false}", cwd=small)
     assert ok.returncode == 0, ok.stderr
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# item 22: parpass bench says what ran where
+
+
+def test_bench_table_says_what_ran_where() -> None:
+    from parpass.cli.bench import Run, render_table, summarize
+    from parpass.transform import parse_pipeline
+
+    pipeline = parse_pipeline("InferType,FoldConstant,Simplify,RemoveUnusedFunctions")
+    keys = [("sequential#0", f"{n}#0") for n in ("InferType", "FoldConstant", "Simplify", "RemoveUnusedFunctions")]
+    depths = dict.fromkeys(keys, 0)
+
+    def wave(name: str, parallel: bool) -> dict[str, object]:
+        reason = "parallel" if parallel else "estimated faster in-process"
+        return {"passes": [name], "parallel": parallel, "reason": reason, "functions": 10, "parent_seconds": 0.0}
+
+    def run(workers: int, infer_parallel: bool) -> Run:
+        waves = [wave("InferType", infer_parallel), wave("FoldConstant", False), wave("Simplify", True)]
+        return Run(workers, 1.0, dict.fromkeys(keys, 0.1), depths, [] if workers == 1 else waves, 0.5, [])
+
+    runs = [run(1, True), run(2, True), run(2, False)]
+    summary = summarize(runs, [2], 2, {"sequential"}, pipeline)
+    ran = {row["name"]: row["ran"]["2"] for row in summary["rows"]}
+    assert ran == {
+        "InferType": "mixed",  # shipped in one run, kept in-process in the other
+        "FoldConstant": "in-process",
+        "Simplify": "workers",
+        "RemoveUnusedFunctions": "in-process",  # a module pass
+    }
+    table = render_table(summary, [2], 2).splitlines()
+    assert table[0].split()[:5] == ["pass", "in-process", "2", "workers", "ran"]
+    rows = {line.split()[0]: line for line in table[2:6]}
+    assert " in-process " in rows["FoldConstant"] and " workers " in rows["Simplify"] and " mixed " in rows["InferType"]
+
+
+def test_bench_refuses_an_empty_module(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    assert_usage_error(run_main("bench", "--functions", "0", cwd=tmp_path), "--functions 0", "empty module")
+    assert_usage_error(
+        run_main("bench", "--functions", "0", "--prim-funcs", "0", cwd=tmp_path), "--prim-funcs 0", "empty module"
+    )
+
+
+def test_bench_json_names_the_prim_funcs_it_made(tmp_path: Path) -> None:
+    import json
+
+    proc = parpass("bench", "--functions", "6", "--repeat", "1", "--workers", "2", "--json", "b.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    figures = json.loads((tmp_path / "b.json").read_text())
+    assert figures["module"]["prim_funcs"] == 3 and figures["module"]["num_functions"] == 9
+    assert "prim_funcs=3" in proc.stdout.splitlines()[0]
+    assert all("2" in row["ran"] for row in figures["summary"]["rows"] if row["depth"] >= 0)
+
+
+def test_bench_plot_install_hint_is_the_readme_s(tmp_path: Path, run_main, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    first = assert_usage_error(run_main("bench", "--plot", "p.png", cwd=tmp_path), "--plot", "matplotlib")
+    hint = first.split("install it with: ", 1)[1]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert hint in readme.replace("\n", " ").replace("`", ""), hint
