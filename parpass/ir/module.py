@@ -14,9 +14,11 @@ from types import MappingProxyType
 from typing import Any, Union
 
 from parpass.errors import ReadOnlyModuleError, not_found
-from parpass.ir.node import AttrValue, BaseFunc, GlobalVar
+from parpass.ir.node import AttrValue, BaseFunc, FrozenAttrs, GlobalVar, frozen_attrs
 
 FuncKey = Union[str, GlobalVar]
+#: How errors name a module attribute (``module attribute 'target': ...``).
+_MODULE_ATTR = "module attribute"
 #: What the constructor accepts: names or GlobalVars as keys (Any so that ``dict[str, Function]`` type-checks).
 _FunctionsArg = Union[Mapping[Any, BaseFunc], Iterable[tuple[Any, BaseFunc]]]
 
@@ -114,7 +116,7 @@ class IRModule:
         attrs: Mapping[str, AttrValue] | None = None,
     ) -> None:
         self._slots: dict[str, _Slot] = {}
-        self._attrs: dict[str, AttrValue] = dict(attrs or {})
+        self._attrs: FrozenAttrs = frozen_attrs(attrs or {}, _MODULE_ATTR)
         self._read_only: str | None = None
         if functions is not None:
             items = functions.items() if isinstance(functions, Mapping) else functions
@@ -214,21 +216,23 @@ class IRModule:
 
     def with_attr(self, key: str, value: AttrValue) -> IRModule:
         """A copy of this module with attribute ``key`` set to ``value``."""
+        if not isinstance(key, str):
+            raise TypeError(f"attribute keys must be str, got {type(key).__name__}: {key!r}")
         new = self.copy()
-        new._attrs[key] = value
+        new._attrs = FrozenAttrs({**self._attrs, key: value}, _MODULE_ATTR)
         return new
 
     def without_attr(self, key: str) -> IRModule:
         """A copy of this module without attribute ``key``."""
         new = self.copy()
-        new._attrs.pop(key, None)
+        new._attrs = frozen_attrs({k: v for k, v in self._attrs.items() if k != key}, _MODULE_ATTR)
         return new
 
     def copy(self) -> IRModule:
         """A shallow, writable copy: functions are immutable and shared."""
         new = IRModule.__new__(IRModule)
         new._slots = {name: slot.shareable() for name, slot in self._slots.items()}
-        new._attrs = dict(self._attrs)
+        new._attrs = self._attrs  # immutable all the way down: shared
         new._read_only = None
         return new
 
@@ -369,7 +373,7 @@ class _Deferred(IRModule):
         read_only: str | None,
     ) -> IRModule:
         mod = cls.__new__(cls)
-        mod._attrs = dict(attrs or {})
+        mod._attrs = frozen_attrs(attrs or {}, _MODULE_ATTR)
         mod._read_only = read_only
         mod._pending = (names, slot_of)
         return mod

@@ -28,7 +28,11 @@ class Var(Node, frozen=True, gc=False, tag="Var"):
 
 
 class Constant(Node, frozen=True, gc=False, tag="Constant"):
-    """A tensor constant: little-endian, C-order ``data`` of ``dtype`` and ``shape``."""
+    """A tensor constant: little-endian, C-order ``data`` of ``dtype`` and ``shape``.
+
+    ``data`` is immutable ``bytes`` (as decoding gives it; :func:`~parpass.ir.well_formed` reports
+    anything else, which a pass could change in place) and :meth:`numpy` is a read-only view of it.
+    """
 
     data: bytes
     dtype: str

@@ -338,7 +338,7 @@ class For(_TirNode, frozen=True, gc=False):
     __child_fields__ = ("loop_var", "min", "extent", "body")
 
     def __post_init__(self) -> None:
-        freeze_field(self, "annotations")
+        freeze_field(self, "annotations", "loop annotation")
 
 
 class SeqStmt(_TirNode, frozen=True, gc=False):

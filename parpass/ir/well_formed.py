@@ -392,6 +392,9 @@ class _RelaxChecker:
             types.append(None)
 
     def constant(self, const: relax.Constant, loc: Any) -> Any:
+        if type(const.data) is not bytes or type(const.shape) is not tuple:
+            # a bytearray (or list) could be changed in place, and decoding gives bytes (a tuple) back
+            self.report(loc, "constant holds a mutable payload or shape; build it with bytes and a tuple")
         ty = TensorType(tuple(const.shape), const.dtype)
         problem = _type_problem(ty)
         if problem is not None:

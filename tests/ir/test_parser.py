@@ -47,6 +47,7 @@ from parpass.ir import (
     tir,
     to_bytes,
 )
+from parpass.ir.node import FrozenList
 from parpass.ir.parser import parse_text
 from parpass.ir.serialization import FORMATS
 from parpass.testing import random_module
@@ -413,7 +414,7 @@ def test_attribute_values_keep_their_types() -> None:
         'function() attrs {"i": 1, "f": 1.0, "b": true, "n": null, "l": [1, 2.0], "e": -1e-300} {\n  return ()\n}'
     )
     assert fn.attrs == {"i": 1, "f": 1.0, "b": True, "n": None, "l": [1, 2.0], "e": -1e-300}
-    assert [type(v) for v in fn.attrs.values()] == [int, float, bool, type(None), list, float]
+    assert [type(v) for v in fn.attrs.values()] == [int, float, bool, type(None), FrozenList, float]
 
 
 _TLEAVES = st.sampled_from(

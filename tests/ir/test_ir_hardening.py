@@ -1,0 +1,246 @@
+"""Hardening of the IR (issue 11): values reachable from a node are immutable all the way down, and what
+``load`` accepts can be written back, shipped to workers and checked."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+import pytest
+
+from parpass.ir import IRModule, Op, tir
+from parpass.ir.node import FrozenAttrs, FrozenList
+from parpass.ir.relax import Binding, Call, Constant, Function, Param, SeqExpr, Var
+from parpass.ir.serialization import decode_function, encode_function, from_bytes, from_json, to_bytes, to_json
+from parpass.ir.structural import assert_structural_equal, structural_hash
+from parpass.ir.types import TensorType
+from parpass.ir.well_formed import well_formed
+from parpass.testing import random_module
+from parpass.transform import (
+    PassContext,
+    function_pass,
+    get_function_pass_executor,
+    set_function_pass_executor,
+)
+
+
+def _zeros_function(attrs: dict[str, Any] | None = None) -> Function:
+    x = Var(0, "x")
+    call = Call(Op("zeros"), (), {"shape": [2, 3], "dtype": "float32", "nested": {"k": [1, {"m": [2]}]}})
+    return Function(
+        (Param(Var(1, "p"), TensorType((2, 3), "float32")),),
+        SeqExpr((Binding(x, call),), x),
+        attrs=attrs if attrs is not None else {"global_symbol": "f", "tags": ["a", "b"]},
+    )
+
+
+def _the_call(func: Function) -> Call:
+    value = func.bindings[0].value
+    assert isinstance(value, Call)
+    return value
+
+
+# ---------------------------------------------------------------- item 1: nested attribute values are frozen
+
+
+def _assert_frozen_all_the_way_down(call: Call, func: Function) -> None:
+    shape = call.attrs["shape"]
+    for mutate in (
+        lambda: shape.append(99),
+        lambda: shape.extend([1]),
+        lambda: shape.insert(0, 1),
+        lambda: shape.pop(),
+        lambda: shape.remove(2),
+        lambda: shape.clear(),
+        lambda: shape.sort(),
+        lambda: shape.reverse(),
+        lambda: shape.__setitem__(0, 7),
+        lambda: shape.__delitem__(0),
+        lambda: shape.__iadd__([1]),
+        lambda: shape.__imul__(2),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            mutate()
+    assert shape == [2, 3]
+    inner = call.attrs["nested"]
+    with pytest.raises(TypeError, match="read-only"):
+        inner["k"] = 1
+    with pytest.raises(TypeError, match="read-only"):
+        inner["k"].append(1)
+    with pytest.raises(TypeError, match="read-only"):
+        inner["k"][1]["m"].append(3)
+    with pytest.raises(TypeError, match="read-only"):
+        func.attrs["tags"].append("c")
+    assert call.attrs == {"shape": [2, 3], "dtype": "float32", "nested": {"k": [1, {"m": [2]}]}}
+
+
+def test_nested_attribute_values_are_read_only_when_built() -> None:
+    func = _zeros_function()
+    _assert_frozen_all_the_way_down(_the_call(func), func)
+
+
+def test_nested_attribute_values_are_read_only_after_decoding() -> None:
+    func = _zeros_function()
+    for decoded in (decode_function(encode_function(func)), from_json(to_json(func))):
+        assert isinstance(decoded, Function)
+        _assert_frozen_all_the_way_down(_the_call(decoded), decoded)
+
+
+def test_nested_attribute_values_are_read_only_after_replace_and_with_attr() -> None:
+    func = _zeros_function()
+    replaced = msgspec.structs.replace(_the_call(func), attrs={"shape": [4], "more": {"x": [1]}})
+    with pytest.raises(TypeError, match="read-only"):
+        replaced.attrs["shape"].append(5)
+    with pytest.raises(TypeError, match="read-only"):
+        replaced.attrs["more"]["x"].append(5)
+    tagged = func.with_attr("list", [1, [2]])
+    with pytest.raises(TypeError, match="read-only"):
+        tagged.attrs["list"][1].append(3)
+    loop = tir.For(
+        tir.Var(0, "i"),
+        tir.const(0),
+        tir.const(4),
+        tir.ForKind.SERIAL,
+        tir.Evaluate(tir.const(0)),
+        annotations={"pragma": ["unroll", {"n": [4]}]},
+    )
+    with pytest.raises(TypeError, match="read-only"):
+        loop.annotations["pragma"][1]["n"].append(5)
+    mod = IRModule({"f": func}, attrs={"targets": ["llvm", {"opt": [1]}]}).with_attr("more", [1])
+    with pytest.raises(TypeError, match="read-only"):
+        mod.attrs["targets"][1]["opt"].append(2)
+    with pytest.raises(TypeError, match="read-only"):
+        mod.attrs["more"].append(2)
+
+
+def test_the_callers_value_is_copied_not_frozen_in_place() -> None:
+    shape = [2, 3]
+    call = Call(Op("zeros"), (), {"shape": shape})
+    shape.append(4)  # the caller's own list stays theirs, and the node does not see the change
+    assert call.attrs["shape"] == [2, 3]
+
+
+def test_frozen_values_compare_encode_print_and_hash_like_plain_ones() -> None:
+    func = _zeros_function()
+    call = _the_call(func)
+    shape = call.attrs["shape"]
+    assert isinstance(shape, FrozenList) and isinstance(shape, list)
+    assert shape == [2, 3] and list.__eq__([2, 3], shape) and shape != (2, 3)
+    assert type(list(shape)) is list and list(shape) == [2, 3]
+    assert repr(shape) == "[2, 3]" and repr(call.attrs["nested"]) == "{'k': [1, {'m': [2]}]}"
+    plain = Call(Op("zeros"), (), {"shape": [2, 3], "dtype": "float32", "nested": {"k": [1, {"m": [2]}]}})
+    assert call == plain
+    assert msgspec.msgpack.encode(shape) == msgspec.msgpack.encode([2, 3])
+    assert msgspec.json.encode(call.attrs["nested"]) == b'{"k":[1,{"m":[2]}]}'
+    assert 'zeros(attrs={"shape": [2, 3]' in str(call)
+    assert structural_hash(func) == structural_hash(decode_function(encode_function(func)))
+    assert_structural_equal(func, decode_function(encode_function(func)))
+    for clone in (copy.copy(shape), copy.deepcopy(shape), pickle.loads(pickle.dumps(shape))):
+        assert clone == [2, 3] and type(clone) is FrozenList
+    nested = pickle.loads(pickle.dumps(call.attrs))
+    assert type(nested) is FrozenAttrs and type(nested["nested"]["k"]) is FrozenList
+
+
+def test_tuples_bytearrays_and_plain_subclasses_become_what_decoding_gives() -> None:
+    """A value is held as it comes back from bytes, so a serial run and a worker see the same thing."""
+    call = Call(Op("zeros"), (), {"t": (1, (2, 3)), "b": bytearray(b"ab"), "e": tir.ForKind.SERIAL, "f": True})
+    decoded = decode_function(encode_function(Function((), SeqExpr((Binding(Var(0, "x"), call),), Var(0, "x")))))
+    again = _the_call(decoded)  # type: ignore[arg-type]
+    for attrs in (call.attrs, again.attrs):
+        assert attrs == {"t": [1, [2, 3]], "b": b"ab", "e": "serial", "f": True}
+        assert type(attrs["t"]) is FrozenList and type(attrs["t"][1]) is FrozenList
+        assert type(attrs["b"]) is bytes and type(attrs["e"]) is str and attrs["f"] is True
+
+
+def test_constant_payload_is_immutable_or_reported() -> None:
+    c = Constant.from_value([1, 2], "int32")
+    assert type(c.data) is bytes
+    with pytest.raises(ValueError, match="read-only"):
+        c.numpy()[0] = 5
+    mutable = Constant(bytearray(c.data), "int32", (2,))  # type: ignore[arg-type]
+    problems = well_formed(Function((), SeqExpr((), mutable)), name="f")
+    assert problems and "mutable payload" in problems[0] and "function 'f'" in problems[0]
+    assert well_formed(Function((), SeqExpr((), c)), name="f") == []
+
+
+def test_unsupported_attribute_values_are_refused_at_construction_naming_the_key() -> None:
+    with pytest.raises(TypeError, match=r"attribute 'obj'.*object.*plain data"):
+        Call(Op("zeros"), (), {"obj": object()})
+    with pytest.raises(TypeError, match=r"attribute 'deep'\[1\]\['k'\].*plain data"):
+        _zeros_function().with_attr("deep", [1, {"k": object()}])
+    with pytest.raises(TypeError, match=r"attribute 'm'.*key 1 is a int, not a str"):
+        Call(Op("zeros"), (), {"m": {1: 2}})
+
+
+class _Mutate:
+    """A pass body that edits a nested attribute value of its function in place (what must not work)."""
+
+    def __call__(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        for binding in func.bindings:
+            value = binding.value
+            if isinstance(value, Call) and "shape" in value.attrs:
+                value.attrs["shape"].append(99)
+        return func
+
+
+@pytest.fixture
+def parallel_executor() -> Iterator[None]:
+    import parpass.parallel
+
+    previous = get_function_pass_executor()
+    set_function_pass_executor(parpass.parallel.default_executor)
+    try:
+        yield
+    finally:
+        set_function_pass_executor(previous)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_in_place_edit_of_a_nested_attribute_raises_in_both_modes(parallel_executor: None, workers: int) -> None:
+    mod = random_module(6, num_prim_funcs=0, size=12, seed=4)
+    shapes = [
+        b.value
+        for _, f in mod.items()
+        for b in f.bindings  # type: ignore[attr-defined]
+        if isinstance(b.value, Call) and "shape" in b.value.attrs
+    ]
+    assert shapes, "the module has calls with a shape attribute"
+    before = to_bytes(mod)
+    mutate = function_pass(_Mutate(), opt_level=0, name="MutateShape")
+    config = {"parpass.num_workers": workers, "parpass.parallel": "always" if workers > 1 else "never"}
+    with pytest.raises(TypeError, match="read-only") as info, PassContext(config=config):
+        mutate(mod)
+    assert any("raised in pass 'MutateShape'" in note for note in getattr(info.value, "__notes__", []))
+    assert to_bytes(mod) == before
+    assert all(99 not in call.attrs["shape"] for call in shapes)
+
+
+# ---------------------------------------------------------------- item 3: sets are refused
+
+
+@pytest.mark.parametrize("value", [{1, 2}, frozenset({"a"}), [1, {2}], {"k": {3}}])
+def test_set_attribute_values_are_refused_naming_the_key(value: object) -> None:
+    with pytest.raises(TypeError, match=r"attribute 'axes'.*a set.*sorted list"):
+        Call(Op("sum"), (), {"axes": value})
+    with pytest.raises(TypeError, match=r"attribute 'axes'.*a set"):
+        _zeros_function().with_attr("axes", value)
+    with pytest.raises(TypeError, match=r"module attribute 'axes'.*a set"):
+        IRModule(attrs={"axes": value})
+
+
+# ---------------------------------------------------------------- byte identity
+
+
+def test_encoded_bytes_are_unchanged_by_freezing() -> None:
+    mod = random_module(40, seed=9)
+    data = to_bytes(mod)
+    fresh = from_bytes(data)
+    assert isinstance(fresh, IRModule)
+    rebuilt = IRModule({gv: decode_function(fresh.encoded_function(gv)) for gv in fresh})
+    rebuilt = rebuilt if not mod.attrs else IRModule(dict(rebuilt.items()), attrs=dict(mod.attrs))
+    for name in mod.names():
+        assert encode_function(rebuilt[name]) == mod.encoded_function(name)
+    assert to_json(rebuilt) == to_json(mod)
