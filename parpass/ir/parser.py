@@ -130,6 +130,8 @@ _NUMBER_RE = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|inf|nan)\
 _CONST_WORDS = frozenset({"true", "false", "inf", "nan"})
 #: The end-of-input token: starts with a space, which no real token does.
 _EOF = " end of input"
+#: How many tokens past the current one the parser looks at, at most.
+_LOOKAHEAD = 4
 
 _DTYPE_SET = frozenset(DTYPES)
 _FOR_KINDS = {k.value: k for k in tir.ForKind}
@@ -218,7 +220,9 @@ class _Parser:
         self.text = text
         self.filename = filename
         self.toks: list[str] = _TOKEN_RE.findall(text)
-        self.toks.append(_EOF)
+        # End-of-input tokens, enough for the longest look-ahead (``toks[k + 3]``): text cut anywhere reads
+        # as "unexpected end of input", never as an IndexError.
+        self.toks.extend([_EOF] * _LOOKAHEAD)
         self.i = 0
         if '"' in self.toks:  # a quote that did not start a complete string token
             self.fail("unterminated string (a string is one line, with JSON escapes)", self.toks.index('"'))
@@ -1472,12 +1476,15 @@ def _run(text: str, filename: str, what: str) -> Any:
     gc.disable()  # many small containers, no cycles: collections would cost more than the parse
     try:
         p = _Parser(text, filename)
-        if what == "module":
-            return p.module()
-        if p.toks[0][0] == "@" and len(p.toks[0]) > 1:
-            p.i = 1
-            p.expect("=", "after the function's name")
-        func = p.function()
+        try:
+            if what == "module":
+                return p.module()
+            if p.toks[0][0] == "@" and len(p.toks[0]) > 1:
+                p.i = 1
+                p.expect("=", "after the function's name")
+            func = p.function()
+        except IndexError as exc:  # a look-ahead past the end-of-input tokens: the text was cut short
+            raise _error_at(text, len(text), filename, "unexpected end of input") from exc
         if p.toks[p.i] != _EOF:
             p.fail(f"unexpected {_describe(p.toks[p.i])} after the end of the function")
         return func

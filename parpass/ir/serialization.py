@@ -247,12 +247,19 @@ def _decode_deep(
         return _call_deep(decode, data, None)
     except msgspec.DecodeError as exc:
         raise _slot_error(exc, data, untyped, source, where, at) from exc
+    except UnicodeDecodeError as exc:
+        raise IRFormatError(f"{source}: {where + ': ' if where else ''}{_bad_utf8(exc)} ({at})") from exc
     except IRError as exc:
         raise IRFormatError(f"{source}: {where + ': ' if where else ''}{exc}") from exc
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # readable error messages
+
+
+def _bad_utf8(exc: UnicodeDecodeError) -> str:
+    """What a string that is not UTF-8 (msgspec raises UnicodeDecodeError for it, not a DecodeError) is told as."""
+    return f"not valid UTF-8 in a string ({exc.reason}: {exc.object[exc.start : exc.end]!r} in {exc.object!r})"
 
 
 def _all_node_classes() -> dict[str, type[Node]]:
@@ -290,12 +297,15 @@ _PATH_RE = re.compile(r"\[(\d+)\]|\.([A-Za-z_]\w*)|\[\.\.\.\]")
 _MSG_RE = re.compile(r"^(?P<msg>.*?)(?: - at `(?:(?P<key>key) in )?(?P<path>\$[^`]*)`)?$", re.S)
 
 
-def _readable_path(tree: Any, path: str) -> tuple[str, str | None, str | None]:
+def _readable_path(tree: Any, path: str, tag_error: bool) -> tuple[str, str | None, str | None]:
     """Translate msgspec's ``$[2][1][0]`` inside one function into ``body.bindings[0]``.
 
     ``tree`` is the function decoded untyped (nested lists). Returns the readable
-    path, the tag of the innermost node on the path, and the field name the last
-    step selected (``"<tag>"`` for a node's tag position).
+    path, the tag of the innermost node on the path, and the field of that node the
+    path goes through (``"<tag>"`` for a node's tag position). ``tag_error``: msgspec
+    rejected a tag value, so the first element of a list that is no known node is
+    taken for an unknown tag; otherwise it is an element like any other (a string
+    in a tuple of ints is a wrong field type, not a tag).
     """
     parts: list[str] = []
     cur: Any = tree
@@ -320,11 +330,10 @@ def _readable_path(tree: Any, path: str) -> tuple[str, str | None, str | None]:
             else:
                 field = f"<extra element {index}>"
                 parts.append(f".{field}")
-        elif isinstance(cur, list) and cur and isinstance(cur[0], str) and index == 0:
+        elif tag_error and isinstance(cur, list) and cur and isinstance(cur[0], str) and index == 0:
             field = "<tag>"
-        else:
+        else:  # an element of a field's tuple: the field stays the one reported
             parts.append(f"[{index}]")
-            field = None
         cur = cur[index] if isinstance(cur, list) and index < len(cur) else None
     text = "".join(parts).lstrip(".")
     return text, node_tag, field
@@ -356,9 +365,9 @@ def _slot_error(
         return IRFormatError(f"{prefix}wrong type for a function: {msg}")
     try:
         tree = _deep_call(untyped, data)
-    except (IRError, msgspec.DecodeError):
+    except (IRError, msgspec.DecodeError, UnicodeDecodeError):
         tree = None
-    readable, node_tag, field = _readable_path(tree, path)
+    readable, node_tag, field = _readable_path(tree, path, msg.startswith("Invalid value"))
     full = at + path[1:]
     place = readable or "the function itself"
     if field == "<tag>":
@@ -433,6 +442,8 @@ def _decode_part(codec: _Codec, raw: Any, type_: Any, src: str, what: str) -> An
         return _deep_call(lambda b: codec.lib.decode(b, type=type_), raw)
     except msgspec.DecodeError as exc:
         raise IRFormatError(f"{src}: {what}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise IRFormatError(f"{src}: {what}: {_bad_utf8(exc)}") from exc
     except IRError as exc:
         raise IRFormatError(f"{src}: {what}: {exc}") from exc
 
@@ -447,6 +458,8 @@ def _decode_slot(codec: _Codec, raw: Any, src: str, where: str, at: str) -> Base
         return _decode_deep(codec.func_decoder.decode, raw, codec.lib.decode, src, where, at)
     except msgspec.DecodeError as exc:
         raise _slot_error(exc, raw, codec.lib.decode, src, where, at) from exc
+    except UnicodeDecodeError as exc:
+        raise IRFormatError(f"{src}: {where + ': ' if where else ''}{_bad_utf8(exc)} ({at})") from exc
     finally:
         buffer_sharing.table = saved
     return func
@@ -464,6 +477,8 @@ def _read_envelope(
         items = _deep_call(lambda b: codec.lib.decode(b, type=list[msgspec.Raw]), buf)
     except IRError as exc:
         raise IRFormatError(f"{src}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise IRFormatError(f"{src}: {_bad_utf8(exc)}") from exc
     except msgspec.DecodeError as exc:
         text = str(exc)
         kind = "data is truncated" if "truncated" in text else f"not valid {codec.name}"
@@ -496,6 +511,8 @@ def _read_envelope(
         entries = _deep_call(lambda b: codec.lib.decode(b, type=list[tuple[str, msgspec.Raw]]), items[4])
     except IRError as exc:
         raise IRFormatError(f"{src}: function list: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise IRFormatError(f"{src}: function list ($[4]): {_bad_utf8(exc)}") from exc
     except msgspec.DecodeError as exc:
         match = _MSG_RE.match(str(exc))
         path = match.group("path") if match else None

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import copy
 import pickle
+import random
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from parpass.ir import IRModule, Op, tir
+from parpass.errors import IRFormatError
+from parpass.ir import IRModule, Op, load, save, tir
 from parpass.ir.node import FrozenAttrs, FrozenList
+from parpass.ir.parser import ParseError
 from parpass.ir.relax import Binding, Call, Constant, Function, Param, SeqExpr, Var
 from parpass.ir.serialization import decode_function, encode_function, from_bytes, from_json, to_bytes, to_json
 from parpass.ir.structural import assert_structural_equal, structural_hash
@@ -244,3 +249,110 @@ def test_encoded_bytes_are_unchanged_by_freezing() -> None:
     for name in mod.names():
         assert encode_function(rebuilt[name]) == mod.encoded_function(name)
     assert to_json(rebuilt) == to_json(mod)
+
+
+# ---------------------------------------------------------------- item 12: every malformed file is an IRFormatError
+
+
+def test_invalid_utf8_in_msgpack_and_json_names_the_file_and_the_place(tmp_path: Path) -> None:
+    mod = IRModule({"f": _zeros_function()})
+    save(mod, tmp_path / "m.msgpack")
+    data = (tmp_path / "m.msgpack").read_bytes()
+    at = data.index(b"float32")
+    (tmp_path / "bad.msgpack").write_bytes(data[:at] + b"\xff" + data[at + 1 :])
+    with pytest.raises(IRFormatError, match=r"bad\.msgpack: @f: .*not valid UTF-8.*\$\[4\]\[0\]\[1\]") as info:
+        load(tmp_path / "bad.msgpack")
+    assert isinstance(info.value.__cause__, UnicodeDecodeError)
+    save(mod, tmp_path / "m.json")
+    text = (tmp_path / "m.json").read_bytes()
+    at = text.index(b"float32")
+    (tmp_path / "bad.json").write_bytes(text[:at] + b"\xc3" + text[at + 1 :])
+    with pytest.raises(IRFormatError, match=r"bad\.json: @f: .*not valid UTF-8"):
+        load(tmp_path / "bad.json")
+    # in the envelope (a function name) too
+    at = text.index(b'"f"')
+    (tmp_path / "name.json").write_bytes(text[: at + 1] + b"\xff" + text[at + 2 :])
+    with pytest.raises(IRFormatError, match=r"name\.json: .*not valid UTF-8"):
+        load(tmp_path / "name.json")
+
+
+@pytest.mark.parametrize(
+    "cut", ["@f = primfunc(%bias:", "@f = primfunc(%bias", "@f = primfunc(%A: Buffer((4,), ", "@f = primfunc("]
+)
+def test_text_cut_inside_a_prim_func_parameter_list_is_a_parse_error(tmp_path: Path, cut: str) -> None:
+    path = tmp_path / "cut.ppir"
+    path.write_text(cut)
+    with pytest.raises(ParseError, match=r"cut\.ppir:1:\d+: ") as info:
+        load(path)
+    assert info.value.line == 1
+
+
+def _mutants(data: bytes, rng: random.Random, count: int) -> Iterator[bytes]:
+    """Truncations and byte flips of ``data`` (deterministic for a seeded ``rng``)."""
+    for _ in range(count):
+        if rng.random() < 0.3:
+            yield data[: rng.randrange(len(data))]
+        else:
+            out = bytearray(data)
+            for _ in range(rng.randrange(1, 4)):
+                out[rng.randrange(len(out))] = rng.randrange(256)
+            yield bytes(out)
+
+
+@pytest.mark.parametrize("ext", [".msgpack", ".json", ".ppir"])
+def test_mutated_files_raise_only_ir_format_errors(tmp_path: Path, ext: str) -> None:
+    mod = random_module(3, num_prim_funcs=2, size=6, seed=1).with_attr("note", "ünïcode")
+    save(mod, tmp_path / f"good{ext}")
+    data = (tmp_path / f"good{ext}").read_bytes()
+    path = tmp_path / f"x{ext}"
+    escaped: list[str] = []
+    for mutant in _mutants(data, random.Random(11), 400):
+        path.write_bytes(mutant)
+        try:
+            loaded = load(path)
+        except IRFormatError as err:
+            assert str(path) in str(err)
+            continue
+        except Exception as err:  # what this test is about: nothing but IRFormatError escapes
+            escaped.append(f"{type(err).__name__}: {err}")
+            continue
+        # what loads can be written back in every format
+        for other in (".msgpack", ".json", ".ppir"):
+            try:
+                save(loaded, tmp_path / f"back{other}")
+            except ValueError as err:  # JSON cannot carry nan/inf floats: said before writing
+                assert other == ".json" and "JSON" in str(err), err
+    assert escaped == []
+
+
+# ---------------------------------------------------------------- item 14: a wrong field type is reported as one
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "place"),
+    [
+        ('["TensorType",[2,3]', '["TensorType",["2",3]', r"params\[0\]\.ty\.shape\[0\] \(TensorType\.shape\)"),
+        ('["Var",0,"x"]', '["Var","0","x"]', r"body\.bindings\[0\]\.var\.vid \(Var\.vid\)"),
+        ('["TensorType",[2,3]', '["TensorType",[2,[3]]', r"params\[0\]\.ty\.shape\[1\] \(TensorType\.shape\)"),
+    ],
+)
+def test_json_string_where_an_int_belongs_is_a_wrong_field_type(tmp_path: Path, old: str, new: str, place: str) -> None:
+    save(IRModule({"f": _zeros_function()}), tmp_path / "m.json")
+    text = (tmp_path / "m.json").read_text()
+    assert old in text
+    (tmp_path / "bad.json").write_text(text.replace(old, new, 1))
+    with pytest.raises(IRFormatError) as info:
+        load(tmp_path / "bad.json")
+    message = str(info.value)
+    assert "unknown node tag" not in message and "closest known tags" not in message
+    assert re.search(
+        rf"bad\.json: @f: wrong field type at {place} \(\$\[4\]\[0\]\[1\]\S*\): Expected `int`", message
+    ), message
+
+
+def test_unknown_node_tag_is_still_reported_with_the_closest_tags(tmp_path: Path) -> None:
+    save(IRModule({"f": _zeros_function()}), tmp_path / "m.json")
+    text = (tmp_path / "m.json").read_text().replace('["TensorType",', '["TensorTyp",', 1)
+    (tmp_path / "bad.json").write_text(text)
+    with pytest.raises(IRFormatError, match=r"unknown node tag 'TensorTyp' at params\[0\]\.ty .*'TensorType'"):
+        load(tmp_path / "bad.json")
