@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, Union
 
 from parpass.errors import ReadOnlyModuleError, not_found
-from parpass.ir.node import AttrValue, BaseFunc, FrozenAttrs, GlobalVar, frozen_attrs
+from parpass.ir.node import AttrValue, BaseFunc, FrozenAttrs, GlobalVar, checked_value, frozen_attrs
 
 FuncKey = Union[str, GlobalVar]
 #: How errors name a module attribute (``module attribute 'target': ...``).
@@ -218,6 +218,7 @@ class IRModule:
         """A copy of this module with attribute ``key`` set to ``value``."""
         if not isinstance(key, str):
             raise TypeError(f"attribute keys must be str, got {type(key).__name__}: {key!r}")
+        value = checked_value(value, f"{_MODULE_ATTR} {key!r}")
         new = self.copy()
         new._attrs = FrozenAttrs({**self._attrs, key: value}, _MODULE_ATTR)
         return new

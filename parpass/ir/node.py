@@ -10,7 +10,7 @@ makes building and decoding large modules much faster.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
@@ -177,6 +177,62 @@ def freeze_value(value: Any, where: str = "attribute") -> AttrValue:
                 list.append(parent, out)
 
 
+#: The integers msgpack carries (and so what a module may hold: it must be shippable to workers and savable).
+INT64_MIN, UINT64_MAX = -(2**63), 2**64 - 1
+
+
+def scalar_problem(value: object) -> str | None:
+    """Why ``value`` (a str or int of a node or an attribute) cannot be encoded, or None.
+
+    msgpack carries integers from ``-2**63`` to ``2**64 - 1`` and UTF-8 strings: a
+    lone surrogate (``"\\ud800"``, possible in Python strings and in escapes of the
+    text form) has no UTF-8 encoding.
+    """
+    if isinstance(value, str):
+        if value.isascii():
+            return None
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"the string {value!r} holds a lone surrogate ({value[exc.start]!r}), which UTF-8 cannot encode"
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= UINT64_MAX:
+        return f"the integer {value} does not fit in 64 bits"
+    return None
+
+
+def value_problem(value: object) -> str | None:
+    """The first place in a plain-data ``value`` (frozen or not) that cannot be encoded: ``[1]['k']: why``."""
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        obj, path = stack.pop()
+        if isinstance(obj, Mapping):  # a dict, or a module's read-only view of its attributes
+            for key, item in obj.items():
+                problem = scalar_problem(key)
+                if problem is not None:
+                    return f"{path}: key: {problem}"
+                stack.append((item, f"{path}[{key!r}]"))
+        elif isinstance(obj, (list, tuple)):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(obj))
+        else:
+            problem = scalar_problem(obj)
+            if problem is not None:
+                return f"{path}: {problem}" if path else problem
+    return None
+
+
+def checked_value(value: AttrValue, where: str) -> AttrValue:
+    """``value`` frozen (:func:`freeze_value`); ValueError naming ``where`` if it cannot be encoded.
+
+    What ``with_attr`` does with the one value it sets (the cheap place to check it).
+    """
+    frozen = freeze_value(value, where)
+    problem = value_problem(frozen)
+    if problem is not None:
+        raise ValueError(f"{where}{problem if problem.startswith('[') else ': ' + problem}")
+    return frozen
+
+
 #: The one empty attribute map (nodes without attributes share it).
 EMPTY_ATTRS = FrozenAttrs()
 
@@ -289,6 +345,7 @@ class BaseFunc(Node, frozen=True, gc=False, kw_only=True):
         """A copy of this function with attribute ``key`` set to ``value`` (TVM's ``with_attr``)."""
         if not isinstance(key, str):
             raise TypeError(f"attribute keys must be str, got {type(key).__name__}: {key!r}")
+        value = checked_value(value, f"attribute {key!r}")
         return msgspec.structs.replace(self, attrs=FrozenAttrs({**self.attrs, key: value}))
 
     def without_attr(self: _F, key: str) -> _F:

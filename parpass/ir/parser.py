@@ -59,7 +59,7 @@ from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc, GlobalVar, Op
 from parpass.ir.op import get_op
 from parpass.ir.printer import KEYWORDS, astext
-from parpass.ir.serialization import IRObject, register_format
+from parpass.ir.serialization import IRObject, check_loaded, register_format
 from parpass.ir.types import PrimType, TensorType, TupleType, Type
 
 __all__ = ["TEXT_EXTENSION", "ParseError", "parse", "parse_function", "parse_text"]
@@ -1525,7 +1525,7 @@ def _write_text(obj: IRObject) -> bytes:
     text = astext(obj)
     if text and not text.endswith("\n"):
         text += "\n"
-    # Lone surrogates (possible in names and strings) pass through, so every printable module can be saved.
+    # save() has refused lone surrogates already (no format holds them); surrogatepass keeps direct calls total.
     return text.encode("utf-8", "surrogatepass")
 
 
@@ -1539,7 +1539,8 @@ def _read_text(data: bytes, source: str) -> IRObject:
         ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    return parse_text(text, os.fspath(source))
+    # Escapes may spell integers beyond 64 bits and lone surrogates: refused, as no other format can hold them.
+    return check_loaded(parse_text(text, os.fspath(source)), os.fspath(source))
 
 
 # ``.txt`` too: what DumpIR and ``parpass gen -o m.txt`` write is the text form, and reads back as such.

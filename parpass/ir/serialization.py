@@ -64,7 +64,7 @@ import msgspec
 
 from parpass.errors import IRError, IRFormatError, closest_names, format_names
 from parpass.ir.module import IRModule
-from parpass.ir.node import BaseFunc, Node
+from parpass.ir.node import BaseFunc, Node, scalar_problem, value_problem
 from parpass.ir.relax import Function
 from parpass.ir.tir import PrimFunc, buffer_sharing
 
@@ -74,8 +74,10 @@ __all__ = [
     "FORMAT_VERSION",
     "SUPPORTED_VERSIONS",
     "IRFileNotFoundError",
+    "check_loaded",
     "decode_function",
     "encode_function",
+    "encoding_problem",
     "from_bytes",
     "from_json",
     "load",
@@ -571,6 +573,69 @@ def from_bytes(data: bytes | bytearray | memoryview, *, source: str | None = Non
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# what can be encoded (and so saved, loaded back and shipped to workers)
+
+
+def node_problem(root: object) -> str | None:
+    """The first place under ``root`` (a node, or plain data) holding an integer beyond 64 bits or a string
+    with a lone surrogate, which msgpack cannot encode: ``body.value.b.value: the integer ... does not fit``.
+
+    A walk of every field, so :func:`encoding_problem` runs it only once an encode has failed.
+    """
+    stack: list[tuple[object, str]] = [(root, "")]
+    while stack:
+        obj, path = stack.pop()
+        if isinstance(obj, msgspec.Struct):
+            for name in reversed(obj.__struct_fields__):
+                value = getattr(obj, name)
+                if value is not None:
+                    stack.append((value, f"{path}.{name}" if path else name))
+        elif isinstance(obj, (tuple, list)):
+            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(obj))))
+        elif isinstance(obj, dict):
+            found = value_problem(obj)
+            if found is not None:
+                return f"{path}{found}"
+        else:
+            problem = scalar_problem(obj)
+            if problem is not None:
+                return f"{path}: {problem}" if path else problem
+    return None
+
+
+def encoding_problem(x: IRObject) -> str | None:
+    """Why ``x`` (a module or function) cannot be encoded, naming the place (``@f: body...: why``), or None.
+
+    Each function is encoded (a module keeps the bytes: saving or shipping it later costs nothing
+    more); only a failed encode is walked to find the place.
+    """
+    if isinstance(x, IRModule):
+        found = value_problem(x.attrs)
+        if found is not None:
+            return f"module attrs{found}"
+        for name in x.names():
+            try:
+                x.encoded_function(name)
+            except (OverflowError, UnicodeEncodeError):
+                return f"@{name}: {node_problem(x[name]) or 'cannot be encoded'}"
+        return None
+    try:
+        encode_function(x)  # deep IR too
+    except (OverflowError, UnicodeEncodeError):
+        return node_problem(x) or "cannot be encoded"
+    return None
+
+
+def check_loaded(x: IRObject, source: str) -> IRObject:
+    """``x``, read from ``source`` (text or JSON, which can hold them), if it has no integer beyond 64 bits
+    and no lone surrogate; else an IRFormatError naming the place: such IR could not be saved or shipped."""
+    problem = encoding_problem(x)
+    if problem is not None:
+        raise IRFormatError(f"{source}: {problem} (parpass IR holds 64-bit integers and UTF-8 strings only)")
+    return x
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # JSON
 
 
@@ -610,6 +675,9 @@ def to_json(x: IRObject) -> bytes:
     floats, bytes attributes); save those as msgpack.
     """
     payload: list[Any]
+    unencodable = encoding_problem(x) if isinstance(x, (IRModule, BaseFunc)) else None
+    if unencodable is not None:
+        raise ValueError(f"cannot write JSON: {unencodable}; it could not be read back")
     if isinstance(x, IRModule):
         funcs = [[name, _function_for_json(x, name)] for name in x.names()]
         payload = [FORMAT_MAGIC, FORMAT_VERSION, "module", dict(x.attrs), funcs]
@@ -635,13 +703,13 @@ def from_json(data: bytes | bytearray | memoryview | str, *, source: str | None 
     """The module or function written by :func:`to_json`; every function is decoded (and so checked) now."""
     buf = data.encode() if isinstance(data, str) else data
     _, attrs, entries, func = _read_envelope(buf, _JSON, source, validate=False)
-    if func is not None:
-        return func
     src = source or "<JSON bytes>"
+    if func is not None:
+        return check_loaded(func, src)
     funcs = [
         (name, _decode_slot(_JSON, raw, src, f"@{name}", f"$[4][{i}][1]")) for i, (name, raw, _) in enumerate(entries)
     ]
-    return IRModule(funcs, attrs=attrs)
+    return check_loaded(IRModule(funcs, attrs=attrs), src)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -718,6 +786,9 @@ def save(obj: IRObject, path: str | os.PathLike[str]) -> None:
         raise TypeError(f"save expects an IRModule or a function, got {type(obj).__name__}")
     target = Path(path)
     writer, _ = _format_for(target)
+    problem = encoding_problem(obj)
+    if problem is not None:  # what parpass writes, it reads: no format may hold what load refuses
+        raise ValueError(f"cannot write {target}: {problem} (parpass IR holds 64-bit integers and UTF-8 strings only)")
     _write_atomic(target, writer(obj))
 
 

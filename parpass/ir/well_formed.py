@@ -39,6 +39,9 @@ Loop-level functions (:class:`~parpass.ir.PrimFunc`):
   of the call's dtype;
 - every ``For`` has a valid :class:`~parpass.ir.tir.ForKind`.
 
+Both kinds: every integer fits in 64 bits and every string is UTF-8 (no lone
+surrogate), or the function could be neither saved nor shipped to a worker.
+
 The checker walks with explicit stacks (deep IR is fine) and takes time linear in
 the size of the IR, so it can run before and after every pass of a pipeline.
 """
@@ -55,6 +58,7 @@ from parpass.ir.builtin_ops import DTYPES, format_type
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc, GlobalVar, Op
 from parpass.ir.op import get_op
+from parpass.ir.serialization import encoding_problem
 from parpass.ir.types import PrimType, TensorType, TupleType
 
 __all__ = ["INTRINSICS", "check_well_formed", "format_problems", "function_problems", "well_formed"]
@@ -137,6 +141,9 @@ def _check_function(
     func: BaseFunc, name: str, mod: IRModule | None, problems: list[str], check_types: bool = True
 ) -> tuple[str, ...]:
     """Append the problems of one function to ``problems``; return the module functions it calls."""
+    unencodable = encoding_problem(func)
+    if unencodable is not None:  # it could be neither saved nor shipped to a worker
+        problems.append(f"function {name!r}, {unencodable}")
     if isinstance(func, relax.Function):
         checker = _RelaxChecker(func, name, mod, problems, check_types)
         checker.run()

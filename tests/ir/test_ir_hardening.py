@@ -356,3 +356,68 @@ def test_unknown_node_tag_is_still_reported_with_the_closest_tags(tmp_path: Path
     (tmp_path / "bad.json").write_text(text)
     with pytest.raises(IRFormatError, match=r"unknown node tag 'TensorTyp' at params\[0\]\.ty .*'TensorType'"):
         load(tmp_path / "bad.json")
+
+
+# ---------------------------------------------------------------- item 13: what loads can be written back
+
+
+def _big_prim_func(value: int = 2**70, name: str = "i") -> tir.PrimFunc:
+    i = tir.Var(0, name, "int64")
+    A = tir.Buffer(1, "A", "int64", (tir.IntImm("int32", 4),))
+    return tir.PrimFunc((A, i), A.store((tir.IntImm("int32", 0),), tir.Add(i, tir.IntImm("int64", value))))
+
+
+@pytest.mark.parametrize("ext", [".json", ".ppir"])
+def test_integers_beyond_64_bits_are_refused_at_load(tmp_path: Path, ext: str) -> None:
+    good = IRModule({"f": _big_prim_func(12345)}, attrs={"n": 9})
+    save(good, tmp_path / f"m{ext}")
+    text = (tmp_path / f"m{ext}").read_text()
+    for old, new, place in (
+        ("12345", str(2**70), r"@f: body\.value\.b\.value"),
+        ("9", str(-(2**64)), r"module attrs\['n'\]"),
+    ):
+        assert text.count(old) == 1, (old, text)
+        (tmp_path / f"bad{ext}").write_text(text.replace(old, new))
+        with pytest.raises(IRFormatError, match=rf"bad\{ext}: {place}.*does not fit in 64 bits"):
+            load(tmp_path / f"bad{ext}")
+
+
+def test_lone_surrogates_are_refused_at_load(tmp_path: Path) -> None:
+    (tmp_path / "s.ppir").write_text('@f = function(%"x\\ud800": Prim("int32")) {\n  return %"x\\ud800"\n}\n')
+    with pytest.raises(IRFormatError, match=r"s\.ppir: @f: params\[0\]\.var\.name_hint: .*lone surrogate"):
+        load(tmp_path / "s.ppir")
+    (tmp_path / "a.ppir").write_text('module attrs {"s": "\\udc00"}\n')
+    with pytest.raises(IRFormatError, match=r"a\.ppir: module attrs\['s'\]: .*lone surrogate"):
+        load(tmp_path / "a.ppir")
+
+
+@pytest.mark.parametrize("ext", [".msgpack", ".json", ".ppir"])
+def test_what_cannot_be_read_back_is_not_written(tmp_path: Path, ext: str) -> None:
+    for obj, place in (
+        (IRModule({"f": _big_prim_func()}), "@f: body.value.b.value"),
+        (IRModule({"f": _big_prim_func(1, "i\ud800")}), "@f: params[1].name_hint"),
+        (IRModule({"f": _big_prim_func(1)}, attrs={"k": ["\udfff"]}), "module attrs['k'][0]"),
+    ):
+        with pytest.raises(ValueError, match="cannot write") as info:
+            save(obj, tmp_path / f"out{ext}")
+        assert place in str(info.value)
+        assert not (tmp_path / f"out{ext}").exists()
+
+
+def test_well_formed_reports_values_that_cannot_be_encoded() -> None:
+    mod = IRModule({"f": _big_prim_func(), "g": _big_prim_func(1, "i\ud800")})
+    problems = well_formed(mod)
+    assert any("function 'f'" in p and "body.value.b.value" in p and "64 bits" in p for p in problems), problems
+    assert any("function 'g'" in p and "params[1].name_hint" in p and "surrogate" in p for p in problems), problems
+    assert well_formed(IRModule({"f": _big_prim_func(5)})) == []
+
+
+def test_attribute_values_beyond_64_bits_or_with_lone_surrogates_are_refused_when_set() -> None:
+    func = _zeros_function()
+    with pytest.raises(ValueError, match=r"attribute 'n'.*does not fit in 64 bits"):
+        func.with_attr("n", 2**64)
+    with pytest.raises(ValueError, match=r"attribute 's'\[0\].*lone surrogate"):
+        func.with_attr("s", ["\ud800"])
+    with pytest.raises(ValueError, match=r"module attribute 'n'.*64 bits"):
+        IRModule().with_attr("n", -(2**63) - 1)
+    assert func.with_attr("n", 2**64 - 1).attrs["n"] == 2**64 - 1
