@@ -51,7 +51,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from parpass.errors import IRFormatError, NameNotFoundError, closest_names, format_names
+from parpass.errors import IRFormatError, NameNotFoundError, close_names, closest_names, format_names
 from parpass.ir import relax, tir
 from parpass.ir.builtin_ops import DTYPES
 from parpass.ir.ids import IdSupply
@@ -233,6 +233,8 @@ class _Parser:
         self.types: dict[str, Type] = {}
         self.ops: dict[str, Op] = {}
         self.globals: dict[str, GlobalVar] = {}
+        #: The token of the first use of each called ``@name``, to report one the module does not define.
+        self.global_uses: dict[str, int] = {}
         self.dtypes: set[str] = set()
         self.vdtypes: set[str] = set()
 
@@ -357,6 +359,7 @@ class _Parser:
         gv = self.globals.get(tok)
         if gv is None:
             gv = self.globals[tok] = GlobalVar(self.name_of(k)[1])
+            self.global_uses[gv.name_hint] = k
         return gv
 
     # ------------------------------------------------------------ literals (attributes)
@@ -695,6 +698,16 @@ class _Parser:
             self.i = k + 1
             self.expect("=", f"after @{name}")
             funcs.append((name, self.function()))
+        undefined = [(k, name) for name, k in self.global_uses.items() if name not in seen]
+        if undefined:  # the first in the text: nothing could run it (InferType would fail deep in a pipeline)
+            k, name = min(undefined)
+            near = close_names(name, seen)
+            hint = f"; did you mean {format_names('@' + n for n in near)}?" if near else ""
+            self.fail(
+                f"@{name} is called but not defined in the module (it defines "
+                f"{format_names(['@' + n for n in seen][:8], len(seen))}){hint}",
+                k,
+            )
         return IRModule(funcs, attrs=attrs)
 
     def function(self) -> BaseFunc:

@@ -421,3 +421,42 @@ def test_attribute_values_beyond_64_bits_or_with_lone_surrogates_are_refused_whe
     with pytest.raises(ValueError, match=r"module attribute 'n'.*64 bits"):
         IRModule().with_attr("n", -(2**63) - 1)
     assert func.with_attr("n", 2**64 - 1).attrs["n"] == 2**64 - 1
+
+
+# ---------------------------------------------------------------- item 16: an undefined @global is an input error
+
+_CALLS_UNDEFINED = """@main = function(%x: Tensor((4,), "float32")) {
+  %y = @helper(%x)
+  %z = @missing(%y)
+  return %z
+}
+
+@helper = function(%a: Tensor((4,), "float32")) -> Tensor((4,), "float32") {
+  return %a
+}
+"""
+
+
+def test_undefined_global_in_text_is_a_parse_error_at_its_first_use(tmp_path: Path) -> None:
+    path = tmp_path / "m.ppir"
+    path.write_text(_CALLS_UNDEFINED)
+    with pytest.raises(ParseError, match=r"m\.ppir:3:8: @missing is called but not defined in the module") as info:
+        load(path)
+    assert "@helper" in str(info.value)  # the functions it does define are named
+    defined_later = _CALLS_UNDEFINED.replace("%z = @missing(%y)", "%z = @helper(%y)")
+    path.write_text(defined_later)  # a function defined after its use is fine
+    assert isinstance(load(path), IRModule)
+
+
+def test_parpass_opt_on_an_undefined_global_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from parpass.cli.main import main
+
+    path = tmp_path / "m.ppir"
+    path.write_text(_CALLS_UNDEFINED)
+    code = main(["opt", str(path), "-o", str(tmp_path / "out.ppir")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "@missing is called but not defined" in err and "m.ppir:3:8" in err
+    assert not (tmp_path / "out.ppir").exists()
