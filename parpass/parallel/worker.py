@@ -117,10 +117,17 @@ def pack_passes(passes: Sequence[FunctionLevelPass]) -> bytes:
     A pass defined in a notebook cell (or a REPL) has a code object whose file
     does not exist: only the parent's ``linecache`` knows its lines. The worker
     gets them too, so that its tracebacks show the lines the serial run's show.
-    Raises whatever pickling the passes raises.
+    Only the entries of the code shipped by value go (cloudpickle writes each
+    code object's file name into the bytes), so a long notebook session does
+    not send every cell it ever ran. Raises whatever pickling the passes raises.
     """
-    sources = {name: entry for name, entry in list(linecache.cache.items()) if len(entry) == 4 and entry[1] is None}
-    return cloudpickle.dumps((list(passes), sources))  # type: ignore[no-any-return]
+    pickled = cloudpickle.dumps(list(passes))
+    sources = {
+        name: entry
+        for name, entry in list(linecache.cache.items())
+        if len(entry) == 4 and entry[1] is None and name.encode("utf-8", "surrogatepass") in pickled
+    }
+    return cloudpickle.dumps((pickled, sources))  # type: ignore[no-any-return]
 
 
 class _Wave:
@@ -130,8 +137,9 @@ class _Wave:
         self.file = WaveFile(path)
         header = self.file.header
         self.passes: list[FunctionLevelPass]
-        self.passes, sources = cloudpickle.loads(header.passes)
+        pickled, sources = cloudpickle.loads(header.passes)
         linecache.cache.update(sources)  # so that a traceback here shows the lines the parent's would
+        self.passes = cloudpickle.loads(pickled)
         snapshot = cloudpickle.loads(header.context)
         self.recorder = _Recorder()
         self.capture = Capture()

@@ -176,3 +176,23 @@ def test_worker_traceback_shows_the_users_file_line_and_source(small_module: IRM
     assert len(remote) == 1
     assert frame in remote[0] + "\n"
     assert "<dynamic-code>" not in remote[0]
+
+
+def test_only_the_shipped_code_s_source_goes_with_the_passes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The wave carries the linecache entries of the code shipped by value, not every cell the session ran."""
+    import cloudpickle
+
+    from parpass.parallel.worker import pack_passes
+
+    shipped, unrelated = str(tmp_path / "cell_1.py"), str(tmp_path / "cell_2.py")
+    for name in (shipped, unrelated):
+        linecache.cache[name] = (len(_CELL), None, _CELL.splitlines(keepends=True), name)
+    try:
+        namespace: dict[str, object] = {"__name__": "__main__"}
+        exec(compile(_CELL, shipped, "exec"), namespace)
+        _, sources = cloudpickle.loads(pack_passes([namespace["cell_boom"]]))  # type: ignore[list-item]
+    finally:
+        for name in (shipped, unrelated):
+            linecache.cache.pop(name, None)
+    assert shipped in sources
+    assert unrelated not in sources
