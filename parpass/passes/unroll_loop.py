@@ -362,13 +362,13 @@ def UnrollLoop(**overrides: Any) -> Pass:
 
     Keyword arguments override fields of the context's config, e.g.
     ``UnrollLoop(auto_max_step=16)``; an unknown field or a value of the wrong
-    type raises :class:`~parpass.transform.PassConfigError` here.
+    type (or out of range) raises :class:`~parpass.transform.PassConfigError` here.
     """
     if overrides:
         try:
             checked = get_config_option("tir.UnrollLoop").validate(overrides)
         except PassConfigError as err:
-            raise PassConfigError(f"UnrollLoop({', '.join(f'{k}=...' for k in overrides)}): {err}") from None
+            raise type(err)(f"UnrollLoop({', '.join(f'{k}=...' for k in overrides)}): {err}") from None
         overrides = {key: getattr(checked, key) for key in overrides}
     return prim_func_pass(  # type: ignore[no-any-return]
         functools.partial(_unroll_loop, overrides=overrides), opt_level=0, name="UnrollLoop"

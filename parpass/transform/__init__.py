@@ -7,6 +7,7 @@ pass are run is behind :mod:`parpass.transform.executor`.
 
 from parpass.transform.config import (
     ConfigOption,
+    ConfigValueRangeError,
     PassConfig,
     PassConfigError,
     UnknownConfigOptionError,
@@ -39,6 +40,7 @@ from parpass.transform.registry import get_pass, list_passes, register_pass
 
 __all__ = [
     "ConfigOption",
+    "ConfigValueRangeError",
     "FunctionLevelPass",
     "FunctionPass",
     "FunctionPassExecutor",

@@ -28,6 +28,7 @@ from parpass.errors import NameNotFoundError, ParpassError, close_names, format_
 
 __all__ = [
     "ConfigOption",
+    "ConfigValueRangeError",
     "PassConfig",
     "PassConfigError",
     "UnknownConfigOptionError",
@@ -45,6 +46,14 @@ class PassConfigError(ParpassError, TypeError, AttributeError):
 
     Also an ``AttributeError``: TVM raises one for a value of the wrong type, and
     code written for TVM catches that.
+    """
+
+
+class ConfigValueRangeError(PassConfigError, ValueError):
+    """A config value of the right type outside the option's valid range (``parpass.timeout=-1``).
+
+    A :class:`PassConfigError` (so also the ``AttributeError`` TVM raises) and a ``ValueError``,
+    which is what Python code expects for a value of the right type that is out of range.
     """
 
 
@@ -115,6 +124,17 @@ def _convert(value: object, tp: object) -> Any:
     return msgspec.convert(value, tp, strict=True)
 
 
+def _error_class(value: object, tp: object) -> type[PassConfigError]:
+    """The error for ``value``, which ``tp`` refused: out of range when it has the type without the range."""
+    if typing.get_origin(tp) is typing.Annotated:
+        try:
+            _convert(value, typing.get_args(tp)[0])
+        except (msgspec.ValidationError, TypeError):
+            return PassConfigError
+        return ConfigValueRangeError
+    return PassConfigError
+
+
 def _describe(value: object) -> str:
     text = repr(value)
     if len(text) > 60:
@@ -147,7 +167,7 @@ class ConfigOption:
         try:
             return _convert(value, tp)
         except (msgspec.ValidationError, TypeError) as err:
-            raise PassConfigError(
+            raise _error_class(value, tp)(
                 f"config option {self.name!r} expects {_type_name(tp)}, got {_describe(value)} ({err})"
             ) from None
 
@@ -180,7 +200,7 @@ class ConfigOption:
             try:
                 converted[name] = _convert(given[name], ftype)
             except (msgspec.ValidationError, TypeError) as err:
-                raise PassConfigError(
+                raise _error_class(given[name], ftype)(
                     f"config option {self.name!r}: field {name!r} expects {_type_name(ftype)}, "
                     f"got {_describe(given[name])} ({err})"
                 ) from None

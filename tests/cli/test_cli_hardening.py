@@ -140,6 +140,26 @@ def test_library_rejects_out_of_range_values_naming_the_key_and_the_range() -> N
     PassContext(config={"parpass.timeout": 0.0, "parpass.num_workers": 1, "tir.UnrollLoop": {"auto_max_step": 0}})
 
 
+def test_a_value_out_of_range_is_a_value_error_and_a_wrong_type_is_not() -> None:
+    """Out of range: a ConfigValueRangeError (a ValueError, and the PassConfigError / AttributeError TVM code
+    catches). The wrong type stays a TypeError only."""
+    from parpass.passes import UnrollLoop
+    from parpass.transform import ConfigValueRangeError, PassConfigError, PassContext
+
+    for make in (
+        lambda: PassContext(config={"parpass.timeout": -1.0}),
+        lambda: PassContext(config={"parpass.num_workers": 0}),
+        lambda: UnrollLoop(auto_max_step=-5),
+    ):
+        with pytest.raises(ConfigValueRangeError) as info:
+            make()
+        assert isinstance(info.value, ValueError) and isinstance(info.value, AttributeError)
+    with pytest.raises(PassConfigError) as wrong_type:
+        PassContext(config={"parpass.num_workers": "two"})
+    assert not isinstance(wrong_type.value, ValueError)
+    assert isinstance(wrong_type.value, TypeError)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # item 19: more workers than usable cores is said, once
 
