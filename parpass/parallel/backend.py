@@ -1,24 +1,41 @@
 """Where function-level work runs: a small interface over a pool of worker processes.
 
 The executor only needs to submit a callable, wait on futures, know how many
-workers there are, and throw the pool away after a fault. :class:`LokyBackend`
-does this with loky's reusable executor (started once, reused across passes
-and contexts, resized on demand). Another engine, a cluster scheduler say,
-implements :class:`Backend` and is installed with :func:`set_backend`.
+workers there are, and throw a pool away after a fault. :class:`LokyBackend`
+does this with pools of loky workers (started once, reused across passes and
+contexts, replaced when the worker count changes or a worker dies). Another
+engine, a cluster scheduler say, implements :class:`Backend` and is installed
+with :func:`set_backend`.
+
+Every pool has a *generation*, a number that grows each time the backend
+starts a pool. A task that its pool took down with it (a worker died, or the
+pool was killed) fails with :class:`PoolLost`, which names the generation and
+the workers that died on their own. That is what lets a wave tell "a function
+of mine killed its worker" (an error to report) from "my pool was lost to
+someone else's fault" (a retry on a fresh pool), when several threads share
+the pool.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import os
+import signal
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from multiprocessing.connection import wait as wait_ready
 from typing import Any, Protocol
 
 #: Set in worker processes, so that a pass run inside a worker never starts another pool.
 _IN_WORKER = False
+
+#: Seconds to wait for killed workers to be gone, and for a warm-up task; only a stuck system gets near.
+_KILL_WAIT = 10.0
+_WARM_WAIT = 60.0
 
 
 def in_worker() -> bool:
@@ -30,9 +47,15 @@ def _mark_worker() -> None:
     """The initializer of every worker process."""
     global _IN_WORKER
     _IN_WORKER = True
+    # Ctrl-C in a terminal reaches the whole process group: the parent handles it (and kills the
+    # workers); a worker dying of it on its own would look like a crash to the parent.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A worker must not grab every core for numpy's own threads: the pool is the parallelism.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    from parpass.parallel.wave import watch_parent
+
+    watch_parent()  # a parent killed outright (SIGTERM, SIGKILL): clean up this worker's wave and exit
     # loky collects garbage in a worker about once a second between tasks (without psutil);
     # parpass and its imports are here for good, so leave them out of those collections.
     gc.freeze()
@@ -45,28 +68,74 @@ def usable_cores() -> int:
     return max(1, int(loky.cpu_count()))
 
 
+def _broken_pool_type() -> type[BaseException]:
+    from concurrent.futures.process import BrokenProcessPool as StdBroken
+
+    try:
+        from loky.process_executor import BrokenProcessPool as LokyBroken
+
+        return LokyBroken
+    except ImportError:  # pragma: no cover
+        return StdBroken
+
+
+#: What a future raises when its pool broke (loky's BrokenProcessPool; :class:`PoolLost` is one).
+BrokenPool = _broken_pool_type()
+
+
+class PoolLost(BrokenPool):  # type: ignore[misc,valid-type]
+    """The pool a task ran on was lost: a worker died, or the pool was killed.
+
+    ``dead`` holds the pids of the workers that died on their own (a crash, a
+    signal from outside), seen before the pool killed the others; it is empty
+    when the parent killed the pool (after a timeout, an interrupt, another
+    wave's crash). ``generation`` is the pool's.
+    """
+
+    def __init__(self, message: str, generation: int, dead: frozenset[int] = frozenset(), exit_codes: str = "") -> None:
+        super().__init__(message)
+        self.generation = generation
+        self.dead = dead
+        self.exit_codes = exit_codes
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.generation, self.dead, self.exit_codes))
+
+
+class Task(Future):  # type: ignore[type-arg]
+    """A future of a backend, which also says which pool (``generation``) runs it."""
+
+    def __init__(self, generation: int) -> None:
+        super().__init__()
+        self.generation = generation
+
+
 class Backend(Protocol):
     """A pool of worker processes."""
 
-    def submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
-        """Run ``fn(*args)`` on a pool of ``num_workers`` workers (resizing it if needed).
+    def submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Task:
+        """Run ``fn(*args)`` on a pool of ``num_workers`` workers (replacing the pool if its size differs).
 
-        A pool that broke (a worker died) never raises here: the returned
-        future holds the :data:`BrokenPool` error, so that a crash is reported
-        the same way whether it happened before or after the submission.
+        Never raises for a lost pool: a task whose pool died under it, or that
+        could not be handed to a pool, fails with :class:`PoolLost`, so that a
+        loss is reported the same way whether it happened before or after the
+        submission.
         """
         ...
 
     def warm(self, num_workers: int) -> None:
-        """Start ``num_workers`` workers and load parpass in each (a no-op when already done)."""
+        """Start ``num_workers`` workers and load parpass in each (a no-op when already done; never raises
+        for a lost pool: the tasks submitted next meet the loss)."""
         ...
 
     def worker_pids(self) -> list[int]:
-        """Pids of the live workers (for tests and diagnostics)."""
+        """Pids of the live workers of the current pool (for tests and diagnostics)."""
         ...
 
-    def kill(self) -> None:
-        """Terminate all workers now (after a crash, a timeout or an interrupt)."""
+    def kill(self, generation: int | None = None) -> None:
+        """Terminate the workers of pool ``generation`` now (default: the current pool) and wait until they
+        are gone; their pending tasks fail with :class:`PoolLost`. A pool already replaced is still killed
+        (a wave that timed out on it needs that); the pool that replaced it is left alone."""
         ...
 
     def shutdown(self) -> None:
@@ -74,71 +143,223 @@ class Backend(Protocol):
         ...
 
 
+class _Pool:
+    """One loky executor and what the backend knows of it: its generation, its workers, how it ended."""
+
+    def __init__(self, executor: Any, size: int, generation: int) -> None:
+        self.executor = executor
+        self.size = size
+        self.generation = generation
+        self.warm = False
+        self.killed = False
+        self.retired = False  # replaced (another size, or it refused a task): it takes no new tasks
+        self.pending = 0  # tasks submitted and not done
+        self.workers: dict[int, Any] = {}  # every worker process seen, by pid (loky forgets them as it kills)
+        self.dead: frozenset[int] | None = None  # set once, when the pool is lost
+
+    def usable(self) -> bool:
+        flags = getattr(self.executor, "_flags", None)
+        refused = flags is not None and (flags.broken is not None or bool(flags.shutdown))
+        return not (self.killed or self.retired or refused)
+
+    def note_workers(self) -> None:
+        """Remember the pool's current workers (loky starts them on demand, in ``submit``)."""
+        self.workers.update(getattr(self.executor, "_processes", None) or {})
+
+    def gone(self) -> bool:
+        """Whether every worker this pool ever had has exited."""
+        self.note_workers()
+        sentinels = [p.sentinel for p in list(self.workers.values())]
+        return len(wait_ready(sentinels, timeout=0)) == len(sentinels)
+
+    def lost(self, error: BaseException) -> PoolLost:
+        """The :class:`PoolLost` for a task that failed with loky's ``error``.
+
+        Called from loky's manager thread as it fails the pending tasks, before
+        it kills the surviving workers: the workers already dead then are the
+        ones that died on their own.
+        """
+        if self.dead is None:
+            self.note_workers()
+            if self.killed:
+                self.dead = frozenset()
+            else:
+                by_sentinel = {p.sentinel: pid for pid, p in self.workers.items()}
+                self.dead = frozenset(by_sentinel[s] for s in wait_ready(list(by_sentinel), timeout=0))
+        detail = str(error).strip().split("\n")[0]
+        codes = str(error).split("The exit codes of the workers are ", 1)
+        exit_codes = codes[1].split("\n", 1)[0].strip() if len(codes) == 2 else ""
+        if self.killed:
+            detail = "the worker pool was killed"
+        return PoolLost(detail, self.generation, self.dead, exit_codes)
+
+    def kill(self) -> None:
+        """SIGKILL every worker and wait (bounded) until all are gone; loky's executor is then shut down.
+
+        The workers are killed here, not by loky: loky looks for a worker's
+        children with a ``pgrep`` subprocess, which a second Ctrl-C in a terminal
+        interrupts (and loky then fails on its own error path).
+        """
+        self.killed = True
+        executor = self.executor
+        with contextlib.suppress(Exception):
+            executor._flags.flag_as_shutting_down(True)
+        self.note_workers()
+        processes = getattr(executor, "_processes", None)
+        if processes is not None:
+            processes.clear()  # nothing left for loky's manager to kill its own way
+        sentinels = [p.sentinel for p in list(self.workers.values())]
+        exited = set(wait_ready(sentinels, timeout=0))
+        for pid, process in list(self.workers.items()):
+            if process.sentinel not in exited:  # an exited worker's pid may belong to someone else by now
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            _wait_all(sentinels, _KILL_WAIT)
+        with contextlib.suppress(Exception):
+            executor.shutdown(wait=False, kill_workers=True)
+
+
+def _wait_all(sentinels: list[Any], seconds: float) -> None:
+    """Wait until every sentinel is ready (its process exited), at most ``seconds``."""
+    deadline = time.monotonic() + seconds
+    left = list(sentinels)
+    while left and time.monotonic() < deadline:
+        ready = wait_ready(left, timeout=max(0.0, deadline - time.monotonic()))
+        left = [s for s in left if s not in ready]
+
+
 class LokyBackend:
-    """Workers from loky's reusable executor."""
+    """Workers from loky process pools, one pool at a time (a retired pool finishes its tasks, then ends)."""
 
     def __init__(self, idle_timeout: float = 300.0) -> None:
         self._idle_timeout = idle_timeout
-        self._executor: Any = None
-        self._size = 0
-        self._warm = False
+        self._pool: _Pool | None = None
+        self._pools: dict[int, _Pool] = {}  # every pool with tasks or workers that may still run, by generation
+        self._generation = 0
         self._lock = threading.Lock()
 
-    def _get(self, num_workers: int) -> Any:
-        import loky
+    def _current(self, num_workers: int) -> _Pool:
+        """The pool to submit to: the current one if it has ``num_workers`` and is usable, else a new one.
+
+        A pool replaced while another thread's tasks run on it finishes them
+        first; an idle one (or one that broke) is killed at once: loky's own
+        shutdown of a pool that just lost a worker can leave the others running.
+        """
+        from loky import ProcessPoolExecutor
 
         with self._lock:
-            if self._executor is None or self._size != num_workers or _is_broken(self._executor):
-                self._executor = loky.get_reusable_executor(
-                    max_workers=num_workers, timeout=self._idle_timeout, initializer=_mark_worker
-                )
-                self._size = num_workers
-                self._warm = False
-            return self._executor
+            pool = self._pool
+            if pool is not None and pool.size == num_workers and pool.usable():
+                return pool
+            if pool is not None:
+                pool.retired = True
+                with contextlib.suppress(Exception):
+                    pool.executor.shutdown(wait=False)
+            self._generation += 1
+            executor = ProcessPoolExecutor(
+                max_workers=num_workers, timeout=self._idle_timeout, initializer=_mark_worker
+            )
+            self._pool = pool = _Pool(executor, num_workers, self._generation)
+            idle = [p for p in self._pools.values() if not p.pending and not p.killed]
+            self._pools = {g: p for g, p in self._pools.items() if not p.gone()}
+            self._pools[pool.generation] = pool
+        for old in idle:
+            old.kill()
+        return pool
 
-    def submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
-        executor = self._get(num_workers)
-        try:
-            return executor.submit(fn, *args)  # type: ignore[no-any-return]
-        except BrokenPool as err:  # a worker died since the last submission
-            failed: Future[Any] = Future()
-            failed.set_exception(err)
-            return failed
+    def submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Task:
+        for attempt in range(2):
+            pool = self._current(num_workers)
+            task = Task(pool.generation)
+            try:
+                inner = pool.executor.submit(fn, *args)
+                break
+            except Exception as err:  # lost since it was handed out (broken, shut down, queues closed)
+                pool.retired = True  # the next attempt gets a fresh pool
+                if attempt:
+                    task.set_exception(pool.lost(err) if isinstance(err, BrokenPool) else _refused(pool, err))
+                    return task
+        pool.note_workers()
+        with self._lock:
+            pool.pending += 1
+        inner.add_done_callback(lambda done: self._settle(pool, task, done))
+        return task
+
+    def _settle(self, pool: _Pool, task: Task, done: Future[Any]) -> None:
+        """Pass loky's outcome on to ``task``, a lost pool as :class:`PoolLost`."""
+        with self._lock:
+            pool.pending -= 1
+        from loky.process_executor import ShutdownExecutorError
+
+        if done.cancelled():
+            task.cancel()
+            return
+        error = done.exception()
+        if error is None:
+            task.set_result(done.result())
+        elif _is_worker_death(error) or isinstance(error, ShutdownExecutorError):
+            task.set_exception(pool.lost(error))
+        else:
+            task.set_exception(error)
 
     def warm(self, num_workers: int) -> None:
-        if self._executor is not None and self._size == num_workers and self._warm:
+        pool = self._current(num_workers)
+        if pool.warm:
             return
         from parpass.parallel.worker import warm_up
 
-        executor = self._get(num_workers)
-        for future in [executor.submit(warm_up, 0.05) for _ in range(num_workers)]:
-            future.result()
-        self._warm = True
+        tasks = [self.submit(num_workers, warm_up, 0.05) for _ in range(num_workers)]
+        try:
+            for task in tasks:
+                task.result(timeout=_WARM_WAIT)
+        except Exception:  # a lost or slow pool: the wave's own tasks meet (and report or retry) it
+            return
+        pool.warm = True
 
     def worker_pids(self) -> list[int]:
-        executor = self._executor
-        if executor is None:
+        pool = self._pool
+        if pool is None:
             return []
-        processes = getattr(executor, "_processes", None) or {}
-        return sorted(int(pid) for pid in processes)
+        processes = getattr(pool.executor, "_processes", None) or {}
+        return sorted(int(pid) for pid in list(processes))
 
-    def kill(self) -> None:
+    def kill(self, generation: int | None = None) -> None:
         with self._lock:
-            executor, self._executor, self._size, self._warm = self._executor, None, 0, False
-        if executor is not None:
-            executor.shutdown(wait=True, kill_workers=True)
+            pool = self._pool if generation is None else self._pools.get(generation)
+            if pool is None:
+                return
+            if pool is self._pool:
+                self._pool = None
+        pool.kill()  # idempotent: a second thread killing the same pool also waits until its workers are gone
 
     def shutdown(self) -> None:
         with self._lock:
-            executor, self._executor, self._size, self._warm = self._executor, None, 0, False
-        if executor is not None:
-            executor.shutdown(wait=True)
+            pools = list(self._pools.values())
+            self._pool = None
+            self._pools.clear()
+        for pool in pools:
+            pool.retired = True
+            manager = getattr(pool.executor, "_executor_manager_thread", None)
+            with contextlib.suppress(Exception):
+                pool.executor.shutdown(wait=False)
+            if manager is not None:
+                manager.join(timeout=_KILL_WAIT)
+            if not pool.gone():  # a task still running (or a stuck worker): do not wait on it for ever
+                pool.kill()
 
 
-def _is_broken(executor: Any) -> bool:
-    """Whether a loky executor lost a worker or was shut down (it then refuses new work)."""
-    flags = getattr(executor, "_flags", None)
-    return flags is not None and (flags.broken is not None or bool(flags.shutdown))
+def _is_worker_death(error: BaseException) -> bool:
+    try:
+        from loky.process_executor import TerminatedWorkerError
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(error, TerminatedWorkerError)
+
+
+def _refused(pool: _Pool, error: BaseException) -> PoolLost:
+    """A submission the pool refused (shut down or closed by another thread's kill): lost, nobody's fault here."""
+    return PoolLost(f"the worker pool refused the task: {type(error).__name__}: {error}", pool.generation)
 
 
 _backend: Backend = LokyBackend()
@@ -162,18 +383,3 @@ def shutdown() -> None:
 
 
 atexit.register(shutdown)
-
-
-def _broken_pool_type() -> type[BaseException]:
-    from concurrent.futures.process import BrokenProcessPool as StdBroken
-
-    try:
-        from loky.process_executor import BrokenProcessPool as LokyBroken
-
-        return LokyBroken
-    except ImportError:  # pragma: no cover
-        return StdBroken
-
-
-#: What a future raises when its worker process died.
-BrokenPool = _broken_pool_type()

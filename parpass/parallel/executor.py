@@ -50,6 +50,9 @@ log = logging.getLogger("parpass.parallel")
 
 #: How often the parent checks the progress slots for timeouts while it waits, seconds.
 _POLL = 0.05
+#: How many times a wave runs again on a new pool after losing its pool to a fault that is not its own
+#: (a worker that died idle, another thread's crash); after that it runs in-process.
+_RETRIES = 3
 
 
 class WaveStats(msgspec.Struct):
@@ -227,39 +230,28 @@ class ParallelExecutor:
         names = tuple(p.info.name for p in passes)
         all_names = mod.names()
         position = {name: i for i, name in enumerate(all_names)}
-        functions = [mod.encoded_function(name) for name in all_names]
-        record = bool(ctx.instruments)
-        wave_path = write_wave(
+        wave = _WaveInput(
             pickled,
             cloudpickle.dumps(ctx.snapshot()),
             all_names,
-            functions,
+            [mod.encoded_function(name) for name in all_names],
             msgspec.msgpack.encode(dict(mod.attrs)),
-            record,
+            bool(ctx.instruments),
         )
         chunks = [[position[targets[i]] for i in chunk] for chunk in plan_chunks(sizes, cfg.num_workers)]
-        progress = ProgressSlots.create(len(chunks))
-        results: list[ChunkResult] = []
         setup = time.perf_counter() - start
-        futures: list[cf.Future[Any]] = []
-        try:
-            for slot, chunk in enumerate(chunks):
-                futures.append(
-                    backend.submit(cfg.num_workers, run_chunk, wave_path, progress.path, len(chunks), slot, chunk)
-                )
-            results = self._wait(futures, progress, cfg, names, all_names, mod, ctx, passes)
-            outputs = [_read_results(r, output_path(wave_path, slot)) for slot, r in enumerate(results)]
-        except BaseException:
-            # Ctrl-C or any failure: no worker may go on with (or outlive) this wave.
-            if any(not f.done() for f in futures):
-                backend.kill()
-            raise
-        finally:
-            progress.close()
-            remove(progress.path)
-            remove(wave_path)
-            for slot in range(len(chunks)):
-                remove(output_path(wave_path, slot))
+        for _ in range(_RETRIES + 1):
+            try:
+                results, outputs = self._attempt(backend, wave, chunks, cfg, names, mod, ctx, passes)
+                break
+            except _LostElsewhere as lost:
+                log.info("pass %s: %s; running the wave again on a new pool", _label(names), lost)
+                backend.warm(cfg.num_workers)
+        else:
+            # The pool kept dying under this wave through faults of other work: the serial run is the
+            # specification, and none of this wave's functions killed a worker.
+            log.warning("pass %s: worker pool lost %d times to other work; in-process now", _label(names), _RETRIES + 1)
+            return self._run_inline(passes, mod, ctx, names, "worker pool lost to other work")
         wait_end = time.perf_counter()
         for stage, p in enumerate(passes):
             if any(stage < len(r.recomputed) and r.recomputed[stage] for r in results):
@@ -279,6 +271,44 @@ class ParallelExecutor:
             self._remember(stats)
         return out
 
+    def _attempt(
+        self,
+        backend: backend_mod.Backend,
+        wave: _WaveInput,
+        chunks: list[list[int]],
+        cfg: ParallelConfig,
+        names: tuple[str, ...],
+        mod: IRModule,
+        ctx: PassContext,
+        passes: Sequence[FunctionLevelPass],
+    ) -> tuple[list[ChunkResult], list[list[tuple[int, bytes]]]]:
+        """Run the wave once: write its files, submit its chunks, wait, read the results, remove the files.
+
+        Raises :class:`_LostElsewhere` when the pool was lost to a fault of no function of this wave.
+        Each attempt has files of its own, so that nothing of a lost attempt can land in the next one.
+        """
+        wave_path = write_wave(wave.passes, wave.context, wave.names, wave.functions, wave.attrs, wave.record)
+        progress = ProgressSlots.create(len(chunks))
+        futures: list[cf.Future[Any]] = []
+        try:
+            for slot, chunk in enumerate(chunks):
+                futures.append(
+                    backend.submit(cfg.num_workers, run_chunk, wave_path, progress.path, len(chunks), slot, chunk)
+                )
+            results = self._wait(futures, progress, cfg, names, wave.names, mod, ctx, passes)
+            return results, [_read_results(r, output_path(wave_path, slot)) for slot, r in enumerate(results)]
+        except BaseException:
+            # Ctrl-C or any failure: no worker may go on with (or outlive) this wave, nor write its files
+            # after they are removed below.
+            _kill_pools(backend, futures)
+            raise
+        finally:
+            progress.close()
+            remove(progress.path)
+            remove(wave_path)
+            for slot in range(len(chunks)):
+                remove(output_path(wave_path, slot))
+
     def _wait(
         self,
         futures: list[cf.Future[Any]],
@@ -294,15 +324,24 @@ class ParallelExecutor:
         backend = backend_mod.get_backend()
         while pending:
             done, pending = cf.wait(pending, timeout=_POLL, return_when=cf.FIRST_EXCEPTION)
-            crashed = [f for f in done if f.exception() is not None]
-            if crashed:
-                running = [all_names[i] for _, i, _ in progress.running()]
-                backend.kill()
-                self._fail_crash(crashed[0].exception(), names, running, mod, ctx, passes, cfg)
+            failed = [err for err in (f.exception() for f in done) if err is not None]
+            if failed:
+                busy = progress.running()
+                lost = [err for err in failed if isinstance(err, backend_mod.PoolLost)]
+                if not lost:
+                    _kill_pools(backend, futures)
+                    self._fail_crash(failed[0], names, [all_names[b.function] for b in busy], [], mod, ctx, passes, cfg)
+                # Whose fault: a function of this wave was running on a worker that died on its own, or not.
+                dead = frozenset().union(*(err.dead for err in lost))
+                culprits = [all_names[b.function] for b in busy if b.pid in dead]
+                if not culprits:
+                    raise _LostElsewhere(lost[0])
+                others = [all_names[b.function] for b in busy if b.pid not in dead]
+                self._fail_crash(lost[0], names, culprits, others, mod, ctx, passes, cfg)
             if cfg.timeout > 0:
-                late = [(i, secs) for _, i, secs in progress.running() if secs > cfg.timeout]
+                late = [(b.function, b.seconds) for b in progress.running() if b.seconds > cfg.timeout]
                 if late:
-                    backend.kill()
+                    _kill_pools(backend, futures)
                     funcs = tuple(all_names[i] for i, _ in late)
                     message = (
                         f"pass {_label(names)} exceeded the timeout of {cfg.timeout:g}s "
@@ -317,17 +356,22 @@ class ParallelExecutor:
         error: BaseException | None,
         names: tuple[str, ...],
         running: list[str],
+        others: list[str],
         mod: IRModule,
         ctx: PassContext,
         passes: Sequence[FunctionLevelPass],
         cfg: ParallelConfig,
     ) -> None:
+        """Raise the error of a wave whose task failed with ``error``: ``running`` names the functions that
+        were running where it failed (on the dead worker, for a crash), ``others`` those running elsewhere."""
         funcs = tuple(running)
         where = f"on function(s) {', '.join(map(repr, funcs))}" if funcs else "(no function was running)"
         if isinstance(error, backend_mod.BrokenPool):
             detail = str(error).split("\n")[0]
-            exit_codes = _exit_codes(str(error))
-            message = f"a worker process died while running pass {_label(names)} {where}{exit_codes}: {detail}"
+            codes = getattr(error, "exit_codes", "")
+            exit_codes = f" (exit codes {codes})" if codes else _exit_codes(str(error))
+            also = f"; other workers were running {', '.join(map(repr, others))}" if others else ""
+            message = f"a worker process died while running pass {_label(names)} {where}{exit_codes}: {detail}{also}"
             self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
             raise WorkerCrashedError(message, _label(names), funcs) from error
         message = f"pass {_label(names)} could not run in a worker process {where}: {type(error).__name__}: {error}"
@@ -391,6 +435,39 @@ class ParallelExecutor:
         )
         self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
         raise _rebuild(first, pass_name, all_names[first.index], same_wave, all_names)
+
+
+class _WaveInput(msgspec.Struct, frozen=True):
+    """What the wave file of every attempt of one wave holds (see :func:`~parpass.parallel.wave.write_wave`)."""
+
+    passes: bytes
+    context: bytes
+    names: list[str]
+    functions: list[bytes]
+    attrs: bytes
+    record: bool
+
+
+class _LostElsewhere(Exception):
+    """A wave's pool was lost to a fault of none of its functions: the wave runs again on a new pool."""
+
+    def __init__(self, lost: backend_mod.PoolLost) -> None:
+        super().__init__(f"its worker pool (generation {lost.generation}) was lost: {lost}")
+        self.lost = lost
+
+
+def _kill_pools(backend: backend_mod.Backend, futures: Sequence[cf.Future[Any]]) -> None:
+    """Kill every pool that still runs a task of ``futures``, or that broke under one, and wait until its
+    workers are gone (so that none goes on with the wave, or writes its files after they are removed).
+
+    A pool that another thread started since is left alone: a task names its pool by generation.
+    """
+    generations = set()
+    for f in futures:
+        if not f.done() or isinstance(f.exception(), backend_mod.BrokenPool):
+            generations.add(getattr(f, "generation", None))
+    for generation in generations:
+        backend.kill(generation)
 
 
 def _read_results(chunk: ChunkResult, path: str) -> list[tuple[int, bytes]]:

@@ -8,14 +8,20 @@ maps the file once per wave and caches what it unpickles, so a pass is shipped
 to each worker once per pass, not once per function, and chunks of work are
 just lists of function indices.
 
-A second, small file holds one progress slot per chunk (the function being run
-and since when), written by workers and read by the parent to name the
-function a crashed or timed-out worker was running.
+A second, small file holds one progress slot per chunk (the function being run,
+since when, and by which worker process), written by workers and read by the
+parent to name the function a crashed or timed-out worker was running, and to
+tell a crash of the wave's own from the loss of a pool it shared.
 
 Results come back the same way: each chunk writes the bytes of the functions
 it changed into an output file next to the wave file (:func:`output_path`),
 which the parent reads in one go. (Through loky's result pipe, a megabyte
 takes several milliseconds, during which the worker can start nothing else.)
+
+The parent removes every file of a wave when the wave ends, however it ends.
+A parent killed outright cannot: each worker watches its parent
+(:func:`watch_parent`) and, once orphaned, removes the files of the wave it
+served and exits.
 """
 
 from __future__ import annotations
@@ -25,12 +31,14 @@ import mmap
 import os
 import struct
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import msgspec
 
-_SLOT = struct.Struct("<qd")  # function index + 1 (0: idle), start time (time.monotonic)
+_SLOT = struct.Struct("<qdq")  # function index + 1 (0: idle), start time (time.monotonic), worker pid
 _LEN = struct.Struct("<Q")
 
 
@@ -45,7 +53,14 @@ class WaveHeader(msgspec.Struct, frozen=True, array_like=True):
     record_instruments: bool  # record nested instrument callbacks for replay
 
 
+#: Environment variable naming the directory for scratch files (default: /dev/shm, else the temp directory).
+SCRATCH_DIR_ENV = "PARPASS_SCRATCH_DIR"
+
+
 def _scratch_dir() -> str:
+    chosen = os.environ.get(SCRATCH_DIR_ENV)
+    if chosen:
+        return chosen
     shm = "/dev/shm"
     if os.path.isdir(shm) and os.access(shm, os.W_OK):
         return shm
@@ -78,6 +93,7 @@ class WaveFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        _served["wave"] = path
         with open(path, "rb") as handle:
             self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         view = memoryview(self._map)
@@ -90,12 +106,24 @@ class WaveFile:
         return self._data[offsets[index] : offsets[index + 1]]
 
 
+class Busy(NamedTuple):
+    """A busy progress slot: chunk ``slot`` runs function ``function`` (its index) for ``seconds`` in worker ``pid``."""
+
+    slot: int
+    function: int
+    seconds: float
+    pid: int
+
+
 class ProgressSlots:
-    """One slot per chunk: which function it is running and since when."""
+    """One slot per chunk: which function it is running, since when, and in which process."""
 
     def __init__(self, path: str, count: int, create: bool) -> None:
         self.path = path
         self.count = count
+        self._pid = os.getpid()
+        if not create:
+            _served.update(progress=path, slots=count)
         size = max(1, count) * _SLOT.size
         if create:
             with open(path, "wb") as handle:
@@ -110,19 +138,19 @@ class ProgressSlots:
         return cls(path, count, create=True)
 
     def start(self, slot: int, index: int) -> None:
-        _SLOT.pack_into(self._map, slot * _SLOT.size, index + 1, time.monotonic())
+        _SLOT.pack_into(self._map, slot * _SLOT.size, index + 1, time.monotonic(), self._pid)
 
     def idle(self, slot: int) -> None:
-        _SLOT.pack_into(self._map, slot * _SLOT.size, 0, 0.0)
+        _SLOT.pack_into(self._map, slot * _SLOT.size, 0, 0.0, 0)
 
-    def running(self) -> list[tuple[int, int, float]]:
-        """``(slot, function index, seconds running)`` of every busy slot."""
+    def running(self) -> list[Busy]:
+        """Every busy slot."""
         now = time.monotonic()
         busy = []
         for slot in range(self.count):
-            index, since = _SLOT.unpack_from(self._map, slot * _SLOT.size)
+            index, since, pid = _SLOT.unpack_from(self._map, slot * _SLOT.size)
             if index:
-                busy.append((slot, index - 1, now - since))
+                busy.append(Busy(slot, index - 1, now - since, pid))
         return busy
 
     def close(self) -> None:
@@ -136,7 +164,7 @@ def output_path(wave_path: str, slot: int) -> str:
 
 def write_outputs(path: str, blobs: Sequence[bytes]) -> None:
     """Write the result bytes of one chunk, back to back."""
-    with open(path, "wb") as out:
+    with _writing, open(path, "wb") as out:
         out.writelines(blobs)
 
 
@@ -159,3 +187,35 @@ def remove(path: str) -> None:
     """Delete a wave or progress file, ignoring one that is already gone."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
+
+
+#: In a worker: the files of the wave it serves (the latest it opened), for :func:`watch_parent`.
+_served: dict[str, str | int] = {}
+#: Held while a worker writes an output file, and for good by the watcher once the parent is gone.
+_writing = threading.Lock()
+
+
+def watch_parent(interval: float = 0.2) -> None:
+    """In a worker: once the parent process is gone, remove the files of the wave served here, then exit.
+
+    A parent killed outright (SIGTERM without a handler, SIGKILL) removes
+    nothing, and loky's idle workers would live on for minutes with queued
+    chunks. Every worker removes the whole wave (the others may be gone
+    already); it writes no file after that, as the lock is never released.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        _writing.acquire()
+        wave, progress, slots = _served.get("wave"), _served.get("progress"), _served.get("slots", 0)
+        if isinstance(wave, str):
+            remove(wave)
+            for slot in range(int(slots)):
+                remove(output_path(wave, slot))
+        if isinstance(progress, str):
+            remove(progress)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parpass-watch-parent", daemon=True).start()

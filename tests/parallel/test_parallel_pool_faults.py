@@ -1,0 +1,143 @@
+"""The worker pool under faults it did not cause: a worker that died idle, another thread's crash, a resize.
+
+A wave is reported only for its own faults. A worker death that none of the
+wave's functions caused (an idle worker killed from outside, a neighbour
+thread's pass crashing the shared pool) costs the wave a retry on a rebuilt
+pool, never an error naming its functions, and never a raw loky or OS
+exception. Every wait here is bounded: a hang fails the test instead of
+blocking the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from parallel_support import alive, module_bytes, parallel_ctx, worker_pids
+from ptest_passes import count_bindings, exits_worker
+
+from parpass.errors import WorkerCrashedError
+from parpass.ir import IRModule
+from parpass.passes import FoldConstant, default_pipeline
+from parpass.testing import random_module
+
+#: Generous bound on one pass call; only a hang gets near it.
+_CALL_LIMIT = 120.0
+
+
+def _bounded(fn: Callable[[], Any]) -> Any:
+    """``fn()`` in a daemon thread, failing the test if it does not finish within :data:`_CALL_LIMIT`."""
+    outcome: list[Any] = []
+
+    def call() -> None:
+        try:
+            outcome.append((True, fn()))
+        except BaseException as err:
+            outcome.append((False, err))
+
+    thread = threading.Thread(target=call, daemon=True)  # a hung call must not hold up the interpreter's exit
+    thread.start()
+    thread.join(timeout=_CALL_LIMIT)
+    if not outcome:
+        pytest.fail(f"a pass call hung for more than {_CALL_LIMIT:g}s")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+def _gone(pids: set[int], seconds: float = 10.0) -> set[int]:
+    deadline = time.monotonic() + seconds
+    left = {p for p in pids if alive(p)}
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = {p for p in left if alive(p)}
+    return left
+
+
+def _fold(mod: IRModule, workers: int) -> IRModule:
+    with parallel_ctx(workers):
+        return FoldConstant()(mod)  # type: ignore[no-any-return]
+
+
+def test_a_pass_with_another_worker_count_after_an_idle_worker_died_neither_hangs_nor_leaks_loky_errors(
+    small_module: IRModule, scratch
+) -> None:  # type: ignore[no-untyped-def]
+    expected = module_bytes(_fold(small_module, 1))
+    seen: set[int] = set()
+    for trial in range(4):
+        workers, other = (2, 3) if trial % 2 == 0 else (3, 2)
+        _bounded(lambda w=workers: _fold(small_module, w))
+        pids = worker_pids()
+        seen.update(pids)
+        os.kill(pids[0], signal.SIGKILL)  # idle: no wave is running
+        out = _bounded(lambda o=other: _fold(small_module, o))  # at once, with another worker count
+        assert module_bytes(out) == expected
+        assert len(worker_pids()) == other
+    assert _gone(seen - set(worker_pids())) == set()  # every replaced pool's workers are gone
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_worker_that_died_idle_is_not_the_next_pass_s_error(small_module: IRModule, scratch) -> None:  # type: ignore[no-untyped-def]
+    expected = module_bytes(_fold(small_module, 1))
+    for _ in range(6):
+        _bounded(lambda: _fold(small_module, 2))
+        os.kill(worker_pids()[0], signal.SIGKILL)
+        time.sleep(0.1)
+        out = _bounded(lambda: _fold(small_module, 2))  # an innocent pass: rebuilt and run, no error
+        assert module_bytes(out) == expected
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_crash_in_one_thread_is_not_reported_by_pipelines_in_another(scratch) -> None:  # type: ignore[no-untyped-def]
+    crashing = random_module(num_functions=24, num_prim_funcs=8, size=8, seed=11)
+    innocent = random_module(num_functions=24, num_prim_funcs=8, size=8, seed=5)
+    with parallel_ctx(1):
+        expected = module_bytes(default_pipeline()(innocent))
+    stop = threading.Event()
+    crashes: list[BaseException] = []
+    seen: set[int] = set()
+
+    def crash_repeatedly() -> None:
+        while not stop.is_set():
+            try:
+                with parallel_ctx(2):
+                    exits_worker(crashing)
+            except BaseException as err:
+                crashes.append(err)
+
+    def innocent_pipelines() -> list[BaseException | list[tuple[str, bytes]]]:
+        outcomes: list[BaseException | list[tuple[str, bytes]]] = []
+        for _ in range(8):
+            try:
+                with parallel_ctx(2):
+                    outcomes.append(module_bytes(default_pipeline()(innocent)))
+            except BaseException as err:
+                outcomes.append(err)
+            seen.update(worker_pids())
+        return outcomes
+
+    neighbour = threading.Thread(target=crash_repeatedly, daemon=True)
+    neighbour.start()
+    try:
+        outcomes = _bounded(innocent_pipelines)
+    finally:
+        stop.set()
+        neighbour.join(timeout=_CALL_LIMIT)
+    assert not neighbour.is_alive()
+    errors = [o for o in outcomes if isinstance(o, BaseException)]
+    assert errors == []  # not one pipeline of the innocent thread failed
+    assert all(o == expected for o in outcomes)
+    # the crashing thread still gets its own crash, naming its own pass and function
+    assert crashes
+    assert all(isinstance(err, WorkerCrashedError) for err in crashes), crashes
+    assert all(err.functions[:1] == ("main",) and "ExitsWorker" in str(err) for err in crashes)  # type: ignore[attr-defined]
+    assert list(scratch.iterdir()) == []
+    with parallel_ctx(2):
+        count_bindings(innocent)
+    assert _gone(seen - set(worker_pids())) == set()
