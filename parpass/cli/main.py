@@ -1,17 +1,21 @@
 """``parpass``: the command-line driver (``bench``, ``opt``, ``gen``, ``show``, ``reproduce``).
 
 ``main(argv)`` returns the exit status: 0 success, 1 a failed pass, 2 a usage
-error. Errors are one line on stderr (``parpass: error: ...``); ``--traceback``
+error, 130 after Ctrl-C and 143 after SIGTERM (the workers killed and the
+scratch files removed first). Errors are one line on stderr (``parpass: error: ...``); ``--traceback``
 adds the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from parpass.cli import bench, gen, opt, passes, reproduce, show
 from parpass.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Parser, PassFailure, UsageError, error_line
@@ -55,8 +59,53 @@ def _report(err: BaseException, show_traceback: bool) -> None:
         print("parpass: (run with --traceback for the traceback)", file=sys.stderr)
 
 
+#: The exit status after SIGTERM (128 + 15, as a shell reports a process the signal killed).
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(BaseException):
+    """Raised in the ``parpass`` command's main thread on SIGTERM: it unwinds as Ctrl-C does, so that the
+    workers are killed and the scratch files removed on the way out (not an ``Exception``: pass code that
+    catches those must not swallow it)."""
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt and SIGTERM :class:`Terminated`, once; a repeated signal is ignored.
+
+    The first signal starts the shutdown; a second Ctrl-C (or SIGTERM) must not
+    break into the cleanup it runs (killing the workers, removing files), or
+    workers and files are left behind and a traceback is printed. Once a signal
+    came, the handlers stay ignoring until the process exits. Only the main
+    thread can install handlers: elsewhere (``main`` called from a thread) this
+    does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        if fired:
+            return
+        fired.append(signum)
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_IGN if fired else handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``parpass`` command with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    with _stop_on_signals():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     show_traceback = "--traceback" in args_list
@@ -85,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(error_line("interrupted"), file=sys.stderr)
         return 130
+    except Terminated:
+        print(error_line("terminated"), file=sys.stderr)
+        return EXIT_TERMINATED
     except BrokenPipeError:
         # The reader of our output went away (``parpass show big.msgpack | head``): not an error.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -43,8 +43,8 @@ def in_worker() -> bool:
     return _IN_WORKER
 
 
-def _mark_worker() -> None:
-    """The initializer of every worker process."""
+def _mark_worker(parent: int) -> None:
+    """The initializer of every worker process; ``parent`` is the pid of the process that started the pool."""
     global _IN_WORKER
     _IN_WORKER = True
     # Ctrl-C in a terminal reaches the whole process group: the parent handles it (and kills the
@@ -55,7 +55,7 @@ def _mark_worker() -> None:
         os.environ.setdefault(var, "1")
     from parpass.parallel.wave import watch_parent
 
-    watch_parent()  # a parent killed outright (SIGTERM, SIGKILL): clean up this worker's wave and exit
+    watch_parent(parent)  # a parent killed outright (SIGTERM, SIGKILL): clean up this worker's wave and exit
     # loky collects garbage in a worker about once a second between tasks (without psutil);
     # parpass and its imports are here for good, so leave them out of those collections.
     gc.freeze()
@@ -258,7 +258,7 @@ class LokyBackend:
                     pool.executor.shutdown(wait=False)
             self._generation += 1
             executor = ProcessPoolExecutor(
-                max_workers=num_workers, timeout=self._idle_timeout, initializer=_mark_worker
+                max_workers=num_workers, timeout=self._idle_timeout, initializer=_mark_worker, initargs=(os.getpid(),)
             )
             self._pool = pool = _Pool(executor, num_workers, self._generation)
             idle = [p for p in self._pools.values() if not p.pending and not p.killed]

@@ -287,27 +287,35 @@ class ParallelExecutor:
         Raises :class:`_LostElsewhere` when the pool was lost to a fault of no function of this wave.
         Each attempt has files of its own, so that nothing of a lost attempt can land in the next one.
         """
-        wave_path = write_wave(wave.passes, wave.context, wave.names, wave.functions, wave.attrs, wave.record)
-        progress = ProgressSlots.create(len(chunks))
+        wave_path: str | None = None
+        progress: ProgressSlots | None = None
         futures: list[cf.Future[Any]] = []
+        submitted = False
         try:
+            wave_path = write_wave(wave.passes, wave.context, wave.names, wave.functions, wave.attrs, wave.record)
+            progress = ProgressSlots.create(len(chunks))
             for slot, chunk in enumerate(chunks):
                 futures.append(
                     backend.submit(cfg.num_workers, run_chunk, wave_path, progress.path, len(chunks), slot, chunk)
                 )
+            submitted = True
             results = self._wait(futures, progress, cfg, names, wave.names, mod, ctx, passes)
             return results, [_read_results(r, output_path(wave_path, slot)) for slot, r in enumerate(results)]
         except BaseException:
             # Ctrl-C or any failure: no worker may go on with (or outlive) this wave, nor write its files
             # after they are removed below.
             _kill_pools(backend, futures)
+            if progress is not None and not submitted:
+                backend.kill()  # interrupted in a submission: its task may run, unseen by ``futures``
             raise
         finally:
-            progress.close()
-            remove(progress.path)
-            remove(wave_path)
-            for slot in range(len(chunks)):
-                remove(output_path(wave_path, slot))
+            if progress is not None:
+                progress.close()
+                remove(progress.path)
+            if wave_path is not None:
+                remove(wave_path)
+                for slot in range(len(chunks)):
+                    remove(output_path(wave_path, slot))
 
     def _wait(
         self,

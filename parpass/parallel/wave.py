@@ -27,6 +27,7 @@ served and exits.
 from __future__ import annotations
 
 import contextlib
+import glob
 import mmap
 import os
 import struct
@@ -80,11 +81,15 @@ def write_wave(
     for data in functions:
         offsets.append(offsets[-1] + len(data))
     header = msgspec.msgpack.encode(WaveHeader(passes, context, list(names), offsets, module_attrs, record_instruments))
-    fd, path = tempfile.mkstemp(prefix="parpass-wave-", suffix=".bin", dir=_scratch_dir())
-    with os.fdopen(fd, "wb") as out:
-        out.write(_LEN.pack(len(header)))
-        out.write(header)
-        out.writelines(functions)
+    fd, path = tempfile.mkstemp(prefix=f"parpass-wave-{os.getpid()}-", suffix=".bin", dir=_scratch_dir())
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(_LEN.pack(len(header)))
+            out.write(header)
+            out.writelines(functions)
+    except BaseException:  # a full disk, Ctrl-C: the caller never learns the path
+        remove(path)
+        raise
     return path
 
 
@@ -93,7 +98,7 @@ class WaveFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        _served["wave"] = path
+        _served_dirs.add(os.path.dirname(path))
         with open(path, "rb") as handle:
             self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         view = memoryview(self._map)
@@ -122,8 +127,6 @@ class ProgressSlots:
         self.path = path
         self.count = count
         self._pid = os.getpid()
-        if not create:
-            _served.update(progress=path, slots=count)
         size = max(1, count) * _SLOT.size
         if create:
             with open(path, "wb") as handle:
@@ -133,9 +136,13 @@ class ProgressSlots:
 
     @classmethod
     def create(cls, count: int) -> ProgressSlots:
-        fd, path = tempfile.mkstemp(prefix="parpass-progress-", suffix=".bin", dir=_scratch_dir())
+        fd, path = tempfile.mkstemp(prefix=f"parpass-progress-{os.getpid()}-", suffix=".bin", dir=_scratch_dir())
         os.close(fd)
-        return cls(path, count, create=True)
+        try:
+            return cls(path, count, create=True)
+        except BaseException:  # the caller never learns the path
+            remove(path)
+            raise
 
     def start(self, slot: int, index: int) -> None:
         _SLOT.pack_into(self._map, slot * _SLOT.size, index + 1, time.monotonic(), self._pid)
@@ -189,33 +196,31 @@ def remove(path: str) -> None:
         os.unlink(path)
 
 
-#: In a worker: the files of the wave it serves (the latest it opened), for :func:`watch_parent`.
-_served: dict[str, str | int] = {}
+#: In a worker: the directories of the waves it served, for :func:`watch_parent`.
+_served_dirs: set[str] = set()
 #: Held while a worker writes an output file, and for good by the watcher once the parent is gone.
 _writing = threading.Lock()
 
 
-def watch_parent(interval: float = 0.2) -> None:
-    """In a worker: once the parent process is gone, remove the files of the wave served here, then exit.
+def watch_parent(parent: int, interval: float = 0.2) -> None:
+    """In a worker: once the parent process ``parent`` is gone, remove its scratch files, then exit.
 
     A parent killed outright (SIGTERM without a handler, SIGKILL) removes
     nothing, and loky's idle workers would live on for minutes with queued
-    chunks. Every worker removes the whole wave (the others may be gone
-    already); it writes no file after that, as the lock is never released.
+    chunks. Every worker removes every scratch file of the parent (their
+    names hold its pid: a wave no worker has opened yet goes too); it writes
+    no file after that, as the lock is never released.
+    ``parent`` comes from the parent itself: one that died while this worker
+    was starting is already gone here.
     """
-    parent = os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(interval)
         _writing.acquire()
-        wave, progress, slots = _served.get("wave"), _served.get("progress"), _served.get("slots", 0)
-        if isinstance(wave, str):
-            remove(wave)
-            for slot in range(int(slots)):
-                remove(output_path(wave, slot))
-        if isinstance(progress, str):
-            remove(progress)
+        for where in {*_served_dirs, _scratch_dir()}:
+            for path in glob.glob(os.path.join(glob.escape(where), f"parpass-*-{parent}-*")):
+                remove(path)
         os._exit(0)
 
     threading.Thread(target=watch, name="parpass-watch-parent", daemon=True).start()

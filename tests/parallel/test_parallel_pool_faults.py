@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -141,3 +143,140 @@ def test_a_crash_in_one_thread_is_not_reported_by_pipelines_in_another(scratch) 
     with parallel_ctx(2):
         count_bindings(innocent)
     assert _gone(seen - set(worker_pids())) == set()
+
+
+# ---------------------------------------------------------------- signals to the `parpass` command
+
+_SLOW_PASS = """
+import time
+from parpass.transform import function_pass, register_pass
+
+@function_pass(opt_level=0, name="SlowTestPass")
+def slow_test_pass(func, mod, ctx):
+    time.sleep(0.02)
+    return func.with_attr("slow", True)
+
+register_pass("SlowTestPass")(lambda: slow_test_pass)
+"""
+
+
+def _group(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of process group ``pgid``, read from /proc."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                state, _ppid, group = handle.read().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(group) == pgid and state != "Z":
+            out.append(int(entry))
+    return out
+
+
+def _group_gone(pgid: int, seconds: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    left = _group(pgid)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = _group(pgid)
+    return left
+
+
+def _start_opt(tmp_path, scratch_dir) -> subprocess.Popen[str]:  # type: ignore[no-untyped-def]
+    """``parpass opt`` running a slow pass on 2 workers, in a session of its own, once its first wave is out."""
+    module, passes = tmp_path / "mod.msgpack", tmp_path / "slow.py"
+    if not module.exists():
+        subprocess.run(
+            [sys.executable, "-m", "parpass", "gen", "-o", str(module), "--functions", "300", "--prim-funcs", "0"],
+            check=True,
+            timeout=_CALL_LIMIT,
+        )
+        passes.write_text(_SLOW_PASS)
+    command = [sys.executable, "-m", "parpass", "opt", str(module), "-p", "SlowTestPass", "--load", str(passes)]
+    command += ["--workers", "2", "--config", 'parpass.parallel="always"', "-o", str(tmp_path / "out.msgpack")]
+    env = {**os.environ, "PARPASS_SCRATCH_DIR": str(scratch_dir)}
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+    deadline = time.monotonic() + _CALL_LIMIT
+    while not any(p.name.startswith("parpass-wave-") for p in scratch_dir.iterdir()):
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "no wave started"
+        time.sleep(0.02)
+    return proc
+
+
+@pytest.mark.parametrize("whole_group", [False, True], ids=["parent", "process-group"])
+def test_sigterm_to_parpass_opt_exits_143_and_leaves_nothing(tmp_path, whole_group: bool) -> None:  # type: ignore[no-untyped-def]
+    scratch_dir = tmp_path / "scratch"
+    scratch_dir.mkdir()
+    for delay in (0.0, 0.7):
+        proc = _start_opt(tmp_path, scratch_dir)
+        time.sleep(delay)
+        if whole_group:
+            os.killpg(proc.pid, signal.SIGTERM)
+        else:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=_CALL_LIMIT)
+        finally:
+            leftover = _group_gone(proc.pid)
+            for pid in leftover:  # only this test's own processes: its session
+                os.kill(pid, signal.SIGKILL)
+        assert proc.returncode == 143, err
+        assert err.splitlines() == ["parpass: error: terminated"], err
+        assert leftover == []  # no worker, no resource tracker
+        assert list(scratch_dir.iterdir()) == []
+
+
+def test_ctrl_c_in_parpass_opt_is_one_line_exit_130_and_leaves_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    scratch_dir = tmp_path / "scratch"
+    scratch_dir.mkdir()
+    # a terminal sends Ctrl-C to the whole process group; a user presses it again while parpass stops
+    for delay, repeats in ((0.0, 1), (0.4, 3), (1.0, 1), (0.2, 5)):
+        proc = _start_opt(tmp_path, scratch_dir)
+        time.sleep(delay)
+        for _ in range(repeats):
+            os.killpg(proc.pid, signal.SIGINT)
+            time.sleep(0.03)
+        try:
+            _, err = proc.communicate(timeout=_CALL_LIMIT)
+        finally:
+            leftover = _group_gone(proc.pid)
+            for pid in leftover:
+                os.kill(pid, signal.SIGKILL)
+        assert proc.returncode == 130, err
+        assert err.splitlines() == ["parpass: error: interrupted"], err
+        assert leftover == []
+        assert list(scratch_dir.iterdir()) == []
+
+
+def test_sigterm_to_a_library_user_leaves_no_worker_and_no_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Without a handler the parent dies at once: its workers notice, remove the wave's files and exit."""
+    scratch_dir = tmp_path / "scratch"
+    scratch_dir.mkdir()
+    script = tmp_path / "user.py"
+    script.write_text(
+        _SLOW_PASS
+        + """
+from parpass.testing import random_module
+from parpass.transform import PassContext
+mod = random_module(num_functions=300, num_prim_funcs=0, size=8, seed=1)
+with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
+    slow_test_pass(mod)
+"""
+    )
+    env = {**os.environ, "PARPASS_SCRATCH_DIR": str(scratch_dir)}
+    proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True, env=env)
+    deadline = time.monotonic() + _CALL_LIMIT
+    while not any(p.name.startswith("parpass-wave-") for p in scratch_dir.iterdir()):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=_CALL_LIMIT)
+    leftover = _group_gone(proc.pid)
+    for pid in leftover:
+        os.kill(pid, signal.SIGKILL)
+    assert leftover == []
+    assert list(scratch_dir.iterdir()) == []
