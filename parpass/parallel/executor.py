@@ -26,6 +26,7 @@ import cloudpickle
 import msgspec
 
 from parpass.errors import (
+    IRError,
     IRFormatError,
     ParallelExecutionError,
     PassShippingError,
@@ -35,6 +36,7 @@ from parpass.errors import (
 )
 from parpass.instrument.base import PassInstrument
 from parpass.ir.module import IRModule
+from parpass.ir.serialization import node_problem
 from parpass.parallel import backend as backend_mod
 from parpass.parallel.capture import Emission, replay
 from parpass.parallel.config import ParallelConfig
@@ -150,7 +152,7 @@ class ParallelExecutor:
             _warn_unenforced_timeout(cfg, names, "pass cannot be pickled")
             return self._run_inline(passes, mod, ctx, names, "pass cannot be pickled")
         t0 = time.perf_counter()
-        sizes = [len(mod.encoded_function(name)) for name in targets]
+        sizes = [len(_encoded(mod, name, names)) for name in targets]
         nbytes = sum(sizes)
         encode_seconds = time.perf_counter() - t0
         self._bytes_per_function = nbytes / len(sizes)
@@ -234,7 +236,7 @@ class ParallelExecutor:
             pickled,
             cloudpickle.dumps(ctx.snapshot()),
             all_names,
-            [mod.encoded_function(name) for name in all_names],
+            [_encoded(mod, name, names) for name in all_names],
             msgspec.msgpack.encode(dict(mod.attrs)),
             bool(ctx.instruments),
         )
@@ -534,6 +536,19 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
         else:
             ctx.instrument_pass_error(nested, info, error)
     replay(pending)
+
+
+def _encoded(mod: IRModule, name: str, names: tuple[str, ...]) -> bytes:
+    """Function ``name`` of ``mod`` as the bytes a wave ships; an IRError naming the function and the
+    place when it holds what the IR cannot encode (a pass built an integer beyond 64 bits, say)."""
+    try:
+        return mod.encoded_function(name)
+    except (OverflowError, UnicodeEncodeError, TypeError) as err:
+        where = node_problem(mod[name]) or str(err)
+        raise IRError(
+            f"function {name!r} cannot be sent to worker processes for pass {_label(names)}: {where} "
+            "(parpass IR holds plain data: 64-bit integers and UTF-8 strings)",
+        ) from err
 
 
 def _targets(passes: Sequence[FunctionLevelPass], mod: IRModule) -> list[str]:

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 from parallel_support import module_bytes, parallel_ctx
-from ptest_passes import Boom, fails_on_some, raises_unpicklable
+from ptest_passes import Boom, count_bindings, fails_on_some, raises_unpicklable
 
 from parpass.errors import PassShippingError, RemotePassError
 from parpass.ir import IRModule
@@ -86,3 +86,24 @@ def test_strict_turns_an_unpicklable_pass_into_an_error(small_module: IRModule) 
         parallel_ctx(2, **{"parpass.strict": True}),
     ):
         holds_lock(small_module)
+
+
+@pytest.mark.parametrize("target", [True, False], ids=["target", "module-view"])
+def test_a_function_the_ir_cannot_encode_is_named_before_the_wave_ships(small_module: IRModule, target: bool) -> None:
+    """A function a pass built by hand with an integer beyond 64 bits cannot be shipped: the error names
+    the function, the place in it and the pass, where it used to be a bare OverflowError."""
+    import msgspec
+
+    from parpass.errors import IRError
+    from parpass.ir import Function, PrimFunc
+
+    kind = Function if target else PrimFunc  # count_bindings visits Functions only
+    name = next(n for n in small_module.names() if isinstance(small_module[n], kind))
+    func = small_module[name]
+    bad = msgspec.structs.replace(func, attrs={**func.attrs, "big": 2**70})
+    mod = IRModule({n: bad if n == name else small_module[n] for n in small_module.names()})
+    with pytest.raises(IRError) as info, parallel_ctx(2):
+        count_bindings(mod)
+    text = str(info.value)
+    assert f"function {name!r}" in text and "'CountBindings'" in text
+    assert "does not fit in 64 bits" in text
