@@ -37,6 +37,7 @@ def _section() -> str:
         "Errors carry notes",
         "Bad struct fields are errors",
         "`WellFormedInstrument(check_ty=True)` checks the types that are there",
+        "`DumpIR` writes `NNN_<pass>.txt` files in parpass's text form",
     ],
 )
 def test_the_readme_lists_the_difference(claim: str) -> None:
@@ -96,3 +97,18 @@ def test_well_formed_instrument_does_not_require_types(mod: IRModule) -> None:
     untyped = mod["f"]
     assert all(b.ty is None for b in untyped.bindings)  # type: ignore[attr-defined]
     WellFormedInstrument(check_ty=True).run_after_pass(mod, PassInfo(0, "P"))  # raises nothing
+
+
+def test_dump_ir_writes_text_files_that_load_back(mod: IRModule, tmp_path: Path) -> None:
+    from parpass.instrument import DumpIR
+    from parpass.ir import load
+
+    @module_pass(opt_level=0, name="Identity")
+    def identity(m: IRModule, ctx: PassContext) -> IRModule:
+        return m
+
+    with PassContext(instruments=[DumpIR(tmp_path)]):
+        out = identity(mod)
+    dumps = sorted(tmp_path.iterdir())
+    assert [p.name for p in dumps] == ["000_Identity.txt"]
+    assert load(dumps[0]).script() == out.script()
