@@ -23,6 +23,7 @@ import msgspec
 from parpass.errors import IRFormatError
 from parpass.ir.module import IRModule
 from parpass.ir.serialization import from_bytes, to_bytes
+from parpass.parallel.pickling import dumps_keeping_files
 
 MAGIC = "parpass-reproducer"
 VERSION = 1
@@ -60,7 +61,7 @@ def write_reproducer(
             message,
             functions,
             to_bytes(mod),
-            cloudpickle.dumps(list(passes)),
+            dumps_keeping_files(list(passes)),
             cloudpickle.dumps(snapshot),
         )
     )

@@ -196,3 +196,17 @@ def test_only_the_shipped_code_s_source_goes_with_the_passes(tmp_path) -> None: 
             linecache.cache.pop(name, None)
     assert shipped in sources
     assert unrelated not in sources
+
+
+def test_pass_code_shipped_by_value_keeps_its_file_name(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """cloudpickle 3 renames the file of code it pickles by value to ``<dynamic-code>``; parpass's pickling
+    of pass code (waves, reproducers) keeps the real name, which tracebacks show."""
+    import cloudpickle
+
+    from parpass.parallel.pickling import dumps_keeping_files
+
+    filename = str(tmp_path / "cell_3.py")
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    exec(compile(_CELL, filename, "exec"), namespace)
+    shipped = cloudpickle.loads(dumps_keeping_files(namespace["cell_boom"]))
+    assert shipped.pass_func.__code__.co_filename == filename  # type: ignore[attr-defined]
