@@ -205,6 +205,7 @@ def test_a_pass_inside_a_worker_never_starts_a_pool(small_module: IRModule) -> N
     assert reasons == {"nested in a worker"}
 
 
+@pytest.mark.filterwarnings("ignore:config option .parpass.num_workers. is 3, more than:RuntimeWarning")
 def test_changing_num_workers_resizes_the_pool(small_module: IRModule) -> None:
     with parallel_ctx(3):
         count_bindings(small_module)

@@ -67,6 +67,7 @@ def _fold(mod: IRModule, workers: int) -> IRModule:
         return FoldConstant()(mod)  # type: ignore[no-any-return]
 
 
+@pytest.mark.filterwarnings("ignore:config option .parpass.num_workers. is 3, more than:RuntimeWarning")
 def test_a_pass_with_another_worker_count_after_an_idle_worker_died_neither_hangs_nor_leaks_loky_errors(
     small_module: IRModule, scratch
 ) -> None:  # type: ignore[no-untyped-def]
