@@ -41,6 +41,7 @@ from parpass.parallel import backend as backend_mod
 from parpass.parallel.capture import Emission, replay
 from parpass.parallel.config import ParallelConfig
 from parpass.parallel.cost import CostModel, plan_chunks
+from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.reproducer import write_reproducer
 from parpass.parallel.wave import ProgressSlots, output_path, read_outputs, remove, write_wave
 from parpass.parallel.worker import ChunkResult, TaskError, pack_passes, run_chunk
@@ -234,7 +235,7 @@ class ParallelExecutor:
         position = {name: i for i, name in enumerate(all_names)}
         wave = _WaveInput(
             pickled,
-            cloudpickle.dumps(ctx.snapshot()),
+            dumps_for_workers(ctx.snapshot()),
             all_names,
             [_encoded(mod, name, names) for name in all_names],
             msgspec.msgpack.encode(dict(mod.attrs)),

@@ -23,7 +23,7 @@ import msgspec
 from parpass.errors import IRFormatError
 from parpass.ir.module import IRModule
 from parpass.ir.serialization import from_bytes, to_bytes
-from parpass.parallel.pickling import dumps_keeping_files
+from parpass.parallel.pickling import dumps_for_workers
 
 MAGIC = "parpass-reproducer"
 VERSION = 1
@@ -61,8 +61,8 @@ def write_reproducer(
             message,
             functions,
             to_bytes(mod),
-            dumps_keeping_files(list(passes)),
-            cloudpickle.dumps(snapshot),
+            dumps_for_workers(list(passes)),
+            dumps_for_workers(snapshot),
         )
     )
     directory = os.path.dirname(os.path.abspath(path))

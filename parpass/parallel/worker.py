@@ -36,7 +36,7 @@ from parpass.ir.node import BaseFunc
 from parpass.ir.peek import peek_function
 from parpass.ir.serialization import decode_function, encode_function
 from parpass.parallel.capture import Capture, Emission
-from parpass.parallel.pickling import dumps_keeping_files
+from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.wave import ProgressSlots, WaveFile, output_path, write_outputs
 from parpass.transform.context import PassContext
 from parpass.transform.executor import view_reason
@@ -122,7 +122,7 @@ def pack_passes(passes: Sequence[FunctionLevelPass]) -> bytes:
     code object's file name into the bytes), so a long notebook session does
     not send every cell it ever ran. Raises whatever pickling the passes raises.
     """
-    pickled = dumps_keeping_files(list(passes))
+    pickled = dumps_for_workers(list(passes))
     sources = {
         name: entry
         for name, entry in list(linecache.cache.items())

@@ -203,10 +203,10 @@ def test_pass_code_shipped_by_value_keeps_its_file_name(tmp_path) -> None:  # ty
     of pass code (waves, reproducers) keeps the real name, which tracebacks show."""
     import cloudpickle
 
-    from parpass.parallel.pickling import dumps_keeping_files
+    from parpass.parallel.pickling import dumps_for_workers
 
     filename = str(tmp_path / "cell_3.py")
     namespace: dict[str, object] = {"__name__": "__main__"}
     exec(compile(_CELL, filename, "exec"), namespace)
-    shipped = cloudpickle.loads(dumps_keeping_files(namespace["cell_boom"]))
+    shipped = cloudpickle.loads(dumps_for_workers(namespace["cell_boom"]))
     assert shipped.pass_func.__code__.co_filename == filename  # type: ignore[attr-defined]
