@@ -1,8 +1,6 @@
 """``python -m parpass``: the ``parpass`` command."""
 
-import sys
-
-from parpass.cli.main import main
+from parpass.cli.main import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -16,6 +16,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator, Sequence
+from typing import NoReturn
 
 from parpass.cli import bench, gen, opt, passes, reproduce, show
 from parpass.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Parser, PassFailure, UsageError, error_line
@@ -59,7 +60,9 @@ def _report(err: BaseException, show_traceback: bool) -> None:
         print("parpass: (run with --traceback for the traceback)", file=sys.stderr)
 
 
-#: The exit status after SIGTERM (128 + 15, as a shell reports a process the signal killed).
+#: The exit status after Ctrl-C (128 + 2, as a shell reports a process the signal killed).
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+#: The exit status after SIGTERM (128 + 15).
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
@@ -99,6 +102,28 @@ def _stop_on_signals() -> Iterator[None]:
             signal.signal(sig, signal.SIG_IGN if fired else handler)
 
 
+#: Seconds the ``parpass`` process may take to exit after Ctrl-C or SIGTERM before it leaves without waiting.
+EXIT_GRACE = 20.0
+
+
+def run() -> NoReturn:
+    """The ``parpass`` command's entry point: :func:`main`, then exit with its status.
+
+    After Ctrl-C or SIGTERM the workers are killed and the scratch files removed
+    before ``main`` returns, and the process exits the usual way (loky releases
+    its semaphores). Should that exit hang (the interpreter joins loky's manager
+    threads without a limit, and a pool torn down mid-wave once left one
+    waiting), a watchdog ends the process after :data:`EXIT_GRACE` seconds with
+    the same status: a process the user asked to stop stops.
+    """
+    status = main()
+    if status in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        watchdog = threading.Timer(EXIT_GRACE, os._exit, args=(status,))
+        watchdog.daemon = True
+        watchdog.start()
+    sys.exit(status)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``parpass`` command with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     with _stop_on_signals():
@@ -133,7 +158,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(error_line("interrupted"), file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Terminated:
         print(error_line("terminated"), file=sys.stderr)
         return EXIT_TERMINATED
@@ -153,4 +178,4 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

@@ -281,3 +281,27 @@ with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}
         os.kill(pid, signal.SIGKILL)
     assert leftover == []
     assert list(scratch_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("status", [130, 143])
+def test_the_command_cannot_hang_on_its_way_out_after_an_interrupt(
+    monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    """After Ctrl-C or SIGTERM, ``parpass`` exits the usual way with a watchdog that ends the process with the
+    same status should the interpreter's exit-time joins of loky's threads hang (a CI run once saw that)."""
+    import parpass.cli.main as cli_main
+
+    exits: list[int] = []
+    monkeypatch.setattr(cli_main, "EXIT_GRACE", 0.05)
+    monkeypatch.setattr(cli_main.os, "_exit", exits.append)
+    monkeypatch.setattr(cli_main, "main", lambda: status)
+    with pytest.raises(SystemExit) as leaving:
+        cli_main.run()
+    assert leaving.value.code == status
+    time.sleep(0.5)  # the exit "hangs": the watchdog ends the process
+    assert exits == [status]
+    monkeypatch.setattr(cli_main, "main", lambda: 0)
+    with pytest.raises(SystemExit):
+        cli_main.run()
+    time.sleep(0.2)
+    assert exits == [status]  # no watchdog on a normal exit
