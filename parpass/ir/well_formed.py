@@ -58,7 +58,7 @@ from parpass.ir.builtin_ops import DTYPES, format_type
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc, GlobalVar, Op
 from parpass.ir.op import get_op
-from parpass.ir.serialization import encoding_problem
+from parpass.ir.serialization import encoding_problem, node_problem
 from parpass.ir.types import PrimType, TensorType, TupleType
 
 __all__ = ["INTRINSICS", "check_well_formed", "format_problems", "function_problems", "well_formed"]
@@ -141,7 +141,7 @@ def _check_function(
     func: BaseFunc, name: str, mod: IRModule | None, problems: list[str], check_types: bool = True
 ) -> tuple[str, ...]:
     """Append the problems of one function to ``problems``; return the module functions it calls."""
-    unencodable = encoding_problem(func)
+    unencodable = _encoding_problem(func, name, mod)
     if unencodable is not None:  # it could be neither saved nor shipped to a worker
         problems.append(f"function {name!r}, {unencodable}")
     if isinstance(func, relax.Function):
@@ -153,6 +153,18 @@ def _check_function(
     else:
         problems.append(f"function {name!r}: a {type(func).__name__} is neither a Function nor a PrimFunc")
     return ()
+
+
+def _encoding_problem(func: BaseFunc, name: str, mod: IRModule | None) -> str | None:
+    """Why ``func`` cannot be encoded, or None; through the module's cached bytes when it holds this very
+    function (encoded once: saving or shipping it later costs nothing more)."""
+    if mod is None or name not in mod or mod[name] is not func:
+        return encoding_problem(func)
+    try:
+        mod.encoded_function(name)
+    except (OverflowError, UnicodeEncodeError):
+        return node_problem(func) or "cannot be encoded"
+    return None
 
 
 def function_problems(

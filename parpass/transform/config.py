@@ -71,10 +71,6 @@ _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 
 def type_name(tp: object) -> str:
     """How errors and listings name a value type: ``int``, ``int >= 1``, ``Literal['a', 'b']``, a struct's path."""
-    return _type_name(tp)
-
-
-def _type_name(tp: object) -> str:
     if typing.get_origin(tp) is typing.Annotated:  # a type with a valid range: Annotated[int, msgspec.Meta(ge=1)]
         base, *extras = typing.get_args(tp)
         bounds = [
@@ -84,7 +80,7 @@ def _type_name(tp: object) -> str:
             for attr, op in _BOUNDS
             if getattr(meta, attr) is not None
         ]
-        return " ".join([_type_name(base), " and ".join(bounds)]) if bounds else _type_name(base)
+        return " ".join([type_name(base), " and ".join(bounds)]) if bounds else type_name(base)
     if isinstance(tp, type):
         return tp.__qualname__ if tp.__module__ in ("builtins", "__main__") else f"{tp.__module__}.{tp.__qualname__}"
     return repr(tp).replace("typing.", "")
@@ -157,7 +153,7 @@ class ConfigOption:
 
     @property
     def type_name(self) -> str:
-        return _type_name(self.value_type)
+        return type_name(self.value_type)
 
     def validate(self, value: object) -> Any:
         """``value`` checked against the option's type; structs are built from a dict with defaults filled."""
@@ -168,7 +164,7 @@ class ConfigOption:
             return _convert(value, tp)
         except (msgspec.ValidationError, TypeError) as err:
             raise _error_class(value, tp)(
-                f"config option {self.name!r} expects {_type_name(tp)}, got {_describe(value)} ({err})"
+                f"config option {self.name!r} expects {type_name(tp)}, got {_describe(value)} ({err})"
             ) from None
 
     def _validate_struct(self, value: object) -> Any:
@@ -179,8 +175,7 @@ class ConfigOption:
             given = dict(value)
         else:
             raise PassConfigError(
-                f"config option {self.name!r} expects {_type_name(tp)} (or a dict of its fields), "
-                f"got {_describe(value)}"
+                f"config option {self.name!r} expects {type_name(tp)} (or a dict of its fields), got {_describe(value)}"
             )
         fields = _struct_fields(tp)
         known = [name for name, _, _ in fields]
@@ -188,20 +183,18 @@ class ConfigOption:
             if key not in known:
                 near = close_names(str(key), known)
                 hint = f"closest: {format_names(near)}" if near else f"its fields: {format_names(known)}"
-                raise PassConfigError(f"config option {self.name!r}: {_type_name(tp)} has no field {key!r}; {hint}")
+                raise PassConfigError(f"config option {self.name!r}: {type_name(tp)} has no field {key!r}; {hint}")
         converted: dict[str, Any] = {}
         for name, ftype, has_default in fields:
             if name not in given:
                 if not has_default:
-                    raise PassConfigError(
-                        f"config option {self.name!r}: field {name!r} of {_type_name(tp)} is required"
-                    )
+                    raise PassConfigError(f"config option {self.name!r}: field {name!r} of {type_name(tp)} is required")
                 continue
             try:
                 converted[name] = _convert(given[name], ftype)
             except (msgspec.ValidationError, TypeError) as err:
                 raise _error_class(given[name], ftype)(
-                    f"config option {self.name!r}: field {name!r} expects {_type_name(ftype)}, "
+                    f"config option {self.name!r}: field {name!r} expects {type_name(ftype)}, "
                     f"got {_describe(given[name])} ({err})"
                 ) from None
         return tp(**converted)
