@@ -46,7 +46,7 @@ from parpass.parallel.reproducer import write_reproducer
 from parpass.parallel.wave import ProgressSlots, output_path, read_outputs, remove, write_wave
 from parpass.parallel.worker import ChunkResult, TaskError, pack_passes, run_chunk
 from parpass.transform.context import PassContext
-from parpass.transform.executor import InlineExecutor
+from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note
 
 log = logging.getLogger("parpass.parallel")
@@ -96,10 +96,19 @@ class ParallelExecutor:
 
     # ------------------------------------------------------------ decision
 
-    def run(self, passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
+    def run(
+        self,
+        passes: Sequence[FunctionLevelPass],
+        mod: IRModule,
+        ctx: PassContext,
+        observer: ChainObserver | None = None,
+    ) -> IRModule:
         out = mod
+        offset = 0
         for segment in self._segments(passes):
-            out = self._run_chain(segment, out, ctx)
+            staged = None if observer is None else _Offset(observer, offset)
+            out = self._run_chain(segment, out, ctx, staged)
+            offset += len(segment)
         return out
 
     def _segments(self, passes: Sequence[FunctionLevelPass]) -> list[list[FunctionLevelPass]]:
@@ -116,30 +125,32 @@ class ParallelExecutor:
             segments[-1].append(p)
         return segments
 
-    def _run_chain(self, passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
+    def _run_chain(
+        self, passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext, observer: ChainObserver | None
+    ) -> IRModule:
         names = tuple(p.info.name for p in passes)
         cfg = ParallelConfig.of(ctx)
         if backend_mod.in_worker():
-            return self._run_inline(passes, mod, ctx, names, "nested in a worker")
+            return self._run_inline(passes, mod, ctx, observer, names, "nested in a worker")
         if cfg.num_workers < 1:
             raise ParallelExecutionError(f"config option 'parpass.num_workers' must be >= 1, got {cfg.num_workers}")
         if cfg.num_workers == 1 or cfg.mode == "never":
             _warn_unenforced_timeout(cfg, names, "configured in-process")
-            return self._run_inline(passes, mod, ctx, names, "configured in-process")
+            return self._run_inline(passes, mod, ctx, observer, names, "configured in-process")
         vetoer = _vetoing_instrument(ctx)
         if vetoer is not None:
             reason = f"instrument {vetoer} may veto nested passes"
             _warn_unenforced_timeout(cfg, names, reason)
-            return self._run_inline(passes, mod, ctx, names, reason)
+            return self._run_inline(passes, mod, ctx, observer, names, reason)
         targets = _targets(passes, mod)
         if not targets:
-            return self._run_inline(passes, mod, ctx, names, "no target functions")
+            return self._run_inline(passes, mod, ctx, observer, names, "no target functions")
         if cfg.mode == "auto" and cfg.timeout <= 0:  # only a worker can be stopped at a timeout: ship then
             # Decide on the amount of IR without encoding anything just to measure it.
             estimate, encoded = self._estimated_bytes(mod, targets)
             if not self.cost.should_parallelize(names, estimate, cfg.num_workers, cfg.inline_below, encoded):
                 reason = "estimated faster in-process"
-                return self._run_inline(passes, mod, ctx, names, reason, estimate, targets)
+                return self._run_inline(passes, mod, ctx, observer, names, reason, estimate, targets)
         try:
             pickled = pack_passes(passes)
         except Exception as err:
@@ -151,13 +162,13 @@ class ParallelExecutor:
                 self._warned.add(key)
                 warnings.warn(message + "; running it in-process", RuntimeWarning, stacklevel=2)
             _warn_unenforced_timeout(cfg, names, "pass cannot be pickled")
-            return self._run_inline(passes, mod, ctx, names, "pass cannot be pickled")
+            return self._run_inline(passes, mod, ctx, observer, names, "pass cannot be pickled")
         t0 = time.perf_counter()
         sizes = [len(_encoded(mod, name, names)) for name in targets]
         nbytes = sum(sizes)
         encode_seconds = time.perf_counter() - t0
         self._bytes_per_function = nbytes / len(sizes)
-        return self._run_parallel(passes, pickled, mod, ctx, cfg, targets, sizes, encode_seconds)
+        return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, targets, sizes, encode_seconds)
 
     def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> tuple[int, int]:
         """Encoded size of ``targets`` (the held bytes where there are some, else the average seen so far),
@@ -178,6 +189,7 @@ class ParallelExecutor:
         passes: Sequence[FunctionLevelPass],
         mod: IRModule,
         ctx: PassContext,
+        observer: ChainObserver | None,
         names: tuple[str, ...],
         reason: str,
         nbytes: int = 0,
@@ -198,7 +210,7 @@ class ParallelExecutor:
                 del pending[count:]
                 break
         decoded = time.perf_counter()
-        result = self.inline.run(passes, mod, ctx)
+        result = self.inline.run(passes, mod, ctx, observer)
         end = time.perf_counter()
         if nbytes and not backend_mod.in_worker():
             if pending:
@@ -222,6 +234,7 @@ class ParallelExecutor:
         pickled: bytes,
         mod: IRModule,
         ctx: PassContext,
+        observer: ChainObserver | None,
         cfg: ParallelConfig,
         targets: list[str],
         sizes: list[int],
@@ -254,7 +267,7 @@ class ParallelExecutor:
             # The pool kept dying under this wave through faults of other work: the serial run is the
             # specification, and none of this wave's functions killed a worker.
             log.warning("pass %s: worker pool lost %d times to other work; in-process now", _label(names), _RETRIES + 1)
-            return self._run_inline(passes, mod, ctx, names, "worker pool lost to other work")
+            return self._run_inline(passes, mod, ctx, observer, names, "worker pool lost to other work")
         wait_end = time.perf_counter()
         for stage, p in enumerate(passes):
             if any(stage < len(r.recomputed) and r.recomputed[stage] for r in results):
@@ -263,7 +276,7 @@ class ParallelExecutor:
         busy = sum(r.seconds for r in results)
         try:
             out = self._merge(outputs, mod, all_names)
-            self._replay_and_raise(results, passes, all_names, mod, ctx, cfg)
+            self._replay_and_raise(results, passes, all_names, mod, ctx, cfg, observer)
         finally:
             end = time.perf_counter()
             self.cost.record_workers(names, busy, nbytes)
@@ -423,18 +436,30 @@ class ParallelExecutor:
         mod: IRModule,
         ctx: PassContext,
         cfg: ParallelConfig,
+        observer: ChainObserver | None,
     ) -> None:
         errors = sorted((e for r in results for e in r.errors), key=lambda e: (e.stage, e.index))
         cutoff = (errors[0].stage, errors[0].index) if errors else None
         emitted = sorted((s, i, ems) for r in results for s, i, ems in r.emissions)
-        for stage, index, emissions in emitted:
-            if cutoff is not None and (stage, index) > cutoff:
-                break
-            try:
-                _replay(emissions, ctx)
-            except BaseException as err:  # an instrument of a nested pass: serially, raised in this pass's code
-                attach_pass_note(err, passes[stage].info.name, all_names[index])
-                raise
+        last = errors[0].stage if errors else len(passes) - 1
+        position = 0
+        for stage in range(last + 1):
+            if observer is not None:
+                observer.before_stage(stage)
+            while position < len(emitted) and emitted[position][0] == stage:
+                _, index, emissions = emitted[position]
+                position += 1
+                if cutoff is not None and (stage, index) > cutoff:
+                    break
+                try:
+                    _replay(emissions, ctx)
+                except BaseException as err:  # an instrument of a nested pass: serially, raised in this pass's code
+                    attach_pass_note(err, passes[stage].info.name, all_names[index])
+                    if observer is not None:
+                        observer.stage_failed(stage, err)
+                    raise
+            if observer is not None and (stage < last or not errors):
+                observer.after_stage(stage, _stage_timing(results, stage))
         if not errors:
             return
         first = errors[0]
@@ -445,7 +470,35 @@ class ParallelExecutor:
             f"{all_names[e.index]!r} ({e.type_name}: {e.message})" for e in same_wave
         )
         self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
-        raise _rebuild(first, pass_name, all_names[first.index], same_wave, all_names)
+        error = _rebuild(first, pass_name, all_names[first.index], same_wave, all_names)
+        if observer is not None:
+            observer.stage_failed(first.stage, error)
+        raise error
+
+
+class _Offset:
+    """A chain observer for a segment of a longer chain, which starts at stage ``offset`` of it."""
+
+    def __init__(self, observer: ChainObserver, offset: int) -> None:
+        self._observer = observer
+        self._offset = offset
+
+    def before_stage(self, stage: int) -> None:
+        self._observer.before_stage(stage + self._offset)
+
+    def after_stage(self, stage: int, timing: StageTiming) -> None:
+        self._observer.after_stage(stage + self._offset, timing)
+
+    def stage_failed(self, stage: int, error: BaseException) -> None:
+        self._observer.stage_failed(stage + self._offset, error)
+
+
+def _stage_timing(results: Sequence[ChunkResult], stage: int) -> StageTiming:
+    """Stage ``stage``'s wall and CPU seconds, summed over the chunks that ran it."""
+    return StageTiming(
+        sum(r.stage_wall[stage] for r in results if stage < len(r.stage_wall)),
+        sum(r.stage_cpu[stage] for r in results if stage < len(r.stage_cpu)),
+    )
 
 
 class _WaveInput(msgspec.Struct, frozen=True):

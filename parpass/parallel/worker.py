@@ -68,6 +68,9 @@ class ChunkResult:
     seconds: float = 0.0
     #: per stage of a fused chain: functions its module view had to compute by running earlier passes
     recomputed: list[int] = field(default_factory=list)
+    #: per stage: wall and CPU seconds its pass calls took in this chunk
+    stage_wall: list[float] = field(default_factory=list)
+    stage_cpu: list[float] = field(default_factory=list)
 
 
 class _Recorder(PassInstrument):
@@ -234,6 +237,7 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
             changed_by = [0] * len(indices)  # the last stage that returned a new function
             for stage, p in enumerate(wave.passes):
                 view = views[stage]
+                stage_start, stage_cpu = time.perf_counter(), time.process_time()
                 for k, index in enumerate(indices):
                     func = funcs[k]
                     if func is None or failed[k] or not applies(p, func):
@@ -254,6 +258,8 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
                         recorder.sink = None
                     if sink:
                         out.emissions.append((stage, index, sink))
+                out.stage_wall.append(time.perf_counter() - stage_start)
+                out.stage_cpu.append(time.process_time() - stage_cpu)
             for k, index in enumerate(indices):
                 func = funcs[k]
                 if func is None or failed[k]:

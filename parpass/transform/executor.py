@@ -29,12 +29,24 @@ and its instruments (``should_run``, ``run_before_pass``, ``run_after_pass``,
 ``on_pass_error``), so an executor that runs pass functions elsewhere must
 reproduce those callbacks in module order. Workers can rebuild the context
 with ``PassContext.from_snapshot(ctx.snapshot(), instruments=...)``.
+
+A chain may also come with a :class:`ChainObserver` (a Sequential fusing
+passes under instruments that do not read modules, say): the executor then
+calls ``observer.before_stage(i)`` before anything pass ``i`` emits is seen
+(its output, the instrument events of the passes it calls), and
+``observer.after_stage(i, timing)`` after, with the time pass ``i`` took
+(:class:`StageTiming`: wall and CPU seconds summed over every process that ran
+it), or ``observer.stage_failed(i, error)`` instead when pass ``i`` raised
+``error`` (which the executor then raises). Stages come in chain order, so the
+observer sees exactly what a pass-by-pass run would have shown.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -44,8 +56,10 @@ if TYPE_CHECKING:
     from parpass.transform.passes import FunctionLevelPass
 
 __all__ = [
+    "ChainObserver",
     "FunctionPassExecutor",
     "InlineExecutor",
+    "StageTiming",
     "get_function_pass_executor",
     "set_function_pass_executor",
 ]
@@ -59,11 +73,35 @@ def view_reason(pass_name: str) -> str:
     )
 
 
+@dataclass(frozen=True)
+class StageTiming:
+    """How long one pass of a chain took: wall and CPU seconds, each summed over the processes that ran it."""
+
+    wall: float
+    cpu: float
+
+
+class ChainObserver(Protocol):
+    """Told where each pass of a chain begins and ends in what the chain emits (see the module docstring)."""
+
+    def before_stage(self, stage: int) -> None: ...
+
+    def after_stage(self, stage: int, timing: StageTiming) -> None: ...
+
+    def stage_failed(self, stage: int, error: BaseException) -> None: ...
+
+
 @runtime_checkable
 class FunctionPassExecutor(Protocol):
     """Applies a chain of function-level passes to every target function of a module."""
 
-    def run(self, passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
+    def run(
+        self,
+        passes: Sequence[FunctionLevelPass],
+        mod: IRModule,
+        ctx: PassContext,
+        observer: ChainObserver | None = None,
+    ) -> IRModule:
         """Apply ``passes`` in order (each to all its targets) and return a NEW module; never change ``mod``."""
         ...
 
@@ -71,16 +109,32 @@ class FunctionPassExecutor(Protocol):
 class InlineExecutor:
     """The serial executor: runs every pass function in the calling thread, in module order."""
 
-    def run(self, passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
+    def run(
+        self,
+        passes: Sequence[FunctionLevelPass],
+        mod: IRModule,
+        ctx: PassContext,
+        observer: ChainObserver | None = None,
+    ) -> IRModule:
         current = mod
-        for p in passes:
+        for stage, p in enumerate(passes):
             view = current.read_only_view(view_reason(p.info.name))
             updates: list[tuple[str, BaseFunc]] = []
-            for name in p.targets(current):
-                func = current[name]
-                new = p.transform_one(func, name, view, ctx)
-                if new is not func:
-                    updates.append((name, new))
+            if observer is not None:
+                observer.before_stage(stage)
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                for name in p.targets(current):
+                    func = current[name]
+                    new = p.transform_one(func, name, view, ctx)
+                    if new is not func:
+                        updates.append((name, new))
+            except BaseException as err:
+                if observer is not None:
+                    observer.stage_failed(stage, err)
+                raise
+            if observer is not None:
+                observer.after_stage(stage, StageTiming(time.perf_counter() - wall, time.process_time() - cpu))
             if updates:
                 nxt = current.copy()
                 for name, new in updates:
