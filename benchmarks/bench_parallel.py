@@ -1,39 +1,73 @@
-"""Parallel executor benchmark: speedup over in-process runs, measured in one run.
+"""Parallel executor benchmark: speedup of the default ``auto`` mode over in-process runs, all measured in one run.
 
-Cases (issue 5), each run in-process (``parpass.num_workers = 1``) and with
-``--workers`` workers in the default ``auto`` mode, medians of ``--repeat``:
+Cases (issues 5 and 12), each run in-process (``parpass.num_workers = 1``) and
+with ``--workers`` workers in the default ``auto`` mode:
 
 (a) one CPU-heavy function pass (a register-pressure schedule search in
-    plain Python) on ``random_module(2000)``;
+    plain Python) on ``random_module(--functions)``;
 (b) a pipeline of seven light standard passes of both function kinds (fused
     into one wave) on the same module; (b') the dataflow passes of the default
     pipeline, two of which read other functions (see ``dataflow_pipeline``);
 (c) the same light pipeline on a module of 20 small functions, where the
     executor must notice that shipping costs more than it saves.
 
-It also prints the parent's own overhead per function in the parallel runs
-(encoding what is not cached, writing the wave, merging, replaying), and two
-ceilings: the speedup of a pure-Python loop on the workers' number of
-processes, and that of case (a)'s pass itself with nothing shipped.
+Each case is measured four ways, and every figure is a ratio of in-process
+time to ``auto`` time:
 
-    python benchmarks/bench_parallel.py [--functions 2000] [--workers 2] [--repeat 5]
+- warm: in this process, in-process and ``auto`` runs interleaved, after one
+  run of each (pool started, cost model learned); median of ``--repeat`` ratios
+  (a run shorter than 0.2 s is timed over as many runs in a row as take 0.2 s);
+- cold: the first run in a fresh process (no pool yet, nothing learned, the
+  module loaded from bytes and decoded before the clock starts), in-process and
+  ``auto`` in alternate fresh processes; median of ``--cold-repeat`` ratios;
+- warm and cold again while a background process burns one core (loaded):
+  ``auto`` must not lose when the workers get less than a core each. The burner
+  is killed when the benchmark ends, also on Ctrl-C, SIGTERM or an error.
+
+Targets (issue 12): warm on a quiet machine (a) >= 92% of its ceiling (below),
+(b) >= 1.6x, (b') >= 1.4x, (c) >= 0.95x; every ``auto`` figure, cold and warm,
+quiet and loaded, >= 0.95x. Each figure is marked ``ok`` or ``MISS``.
+
+It also prints the parent's own work per function in the quiet warm parallel
+runs (encoding what is not cached, writing the wave, merging, replaying), and
+two ceilings measured in the same run: the machine headroom (a pure-Python loop
+on the workers' number of processes against one; on a quiet machine and under
+the load) and that of case (a)'s pass itself with nothing shipped.
+
+Exit status 1 if any parallel output differs from the in-process one (a missed
+target is a figure, not a failure). Full size takes several minutes; for a
+quick check of the script: ``--functions 20 --repeat 1 --cold-repeat 1``.
+
+    python benchmarks/bench_parallel.py [--functions 2000] [--workers 2] [--repeat 9] [--cold-repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchutil import burning_one_core, machine_headroom, mark, median_ratio, module_digest, sigterm_as_exit
 
 import parpass
-from parpass.ir import IRModule, relax
+from parpass.ir import IRModule, from_bytes, relax, to_bytes
 from parpass.parallel import default_executor as executor
 from parpass.parallel import get_backend, usable_cores
 from parpass.testing import random_module
 from parpass.transform import Pass, PassContext, Sequential, function_pass
+
+#: Every ``auto`` figure (cold, loaded) must reach this ratio: ``auto`` never makes a run slower.
+AUTO_FLOOR = 0.95
+#: Case (a) must reach this share of its ceiling (its pass alone on the workers' processes, nothing shipped).
+CEILING_SHARE = 0.92
 
 
 def _uses(value: object) -> list[int]:
@@ -127,6 +161,36 @@ def dataflow_pipeline() -> Pass:
     )
 
 
+@dataclass(frozen=True)
+class Case:
+    """One benchmark case: what to run, on which module (``"big"`` or ``"small"``), and its warm quiet target."""
+
+    key: str
+    label: str
+    make: Callable[[], Pass]
+    module: str
+    target: float | None  # None: a share of the measured ceiling (case (a))
+
+
+CASES = [
+    Case("a", "(a) CPU-heavy function pass", lambda: schedule_search, "big", None),
+    Case("b", "(b) light pipeline, 7 passes, one wave", light_pipeline, "big", 1.6),
+    Case("b'", "(b') dataflow pipeline, 5 passes, 2 look up callees", dataflow_pipeline, "big", 1.4),
+    Case("c", "(c) light pipeline, 20 small functions", light_pipeline, "small", AUTO_FLOOR),
+]
+
+
+def make_modules(functions: int) -> dict[str, IRModule]:
+    """The cases' modules: ``big`` (``random_module(functions)``) and ``small`` (20 small Functions)."""
+    return {
+        "big": random_module(num_functions=functions, seed=0),
+        "small": random_module(num_functions=20, num_prim_funcs=0, size=10, seed=0),
+    }
+
+
+# ---------------------------------------------------------------- warm: in this process
+
+
 def timed(pass_: Pass, mod: IRModule, workers: int, repeat: int) -> tuple[list[float], list[float], IRModule, IRModule]:
     """Seconds of ``pass_(mod)`` in-process and with ``workers`` workers, ``repeat`` samples each, interleaved.
 
@@ -164,33 +228,6 @@ def timed(pass_: Pass, mod: IRModule, workers: int, repeat: int) -> tuple[list[f
 MIN_SAMPLE = 0.2
 
 
-def _spin(n: int) -> int:
-    total = 0
-    for i in range(n):
-        total += i * i % 7
-    return total
-
-
-def machine_headroom(workers: int) -> float:
-    """Speedup of a pure-Python loop on ``workers`` processes over one: what this machine allows right now.
-
-    Shared machines often give less than one core per process; parpass cannot beat this number.
-    """
-    from concurrent.futures import ProcessPoolExecutor
-
-    n = 2_000_000
-    start = time.perf_counter()
-    for _ in range(workers):
-        _spin(n)
-    serial = time.perf_counter() - start
-    with ProcessPoolExecutor(workers) as pool:
-        list(pool.map(_spin, [10] * workers))
-        start = time.perf_counter()
-        list(pool.map(_spin, [n] * workers))
-        parallel = time.perf_counter() - start
-    return serial / parallel
-
-
 def _schedule_search_seconds(num_functions: int, start_at: float) -> float:
     """Seconds of ScheduleSearch on the Functions of ``random_module(num_functions)``, in this process, on built
     IR (best of 2), starting at wall-clock time ``start_at`` so that several processes run it together."""
@@ -221,60 +258,217 @@ def pass_headroom(workers: int, num_functions: int) -> float:
     return workers * alone / max(together)
 
 
-def same_bytes(a: IRModule, b: IRModule) -> bool:
-    return a.names() == b.names() and all(a.encoded_function(n) == b.encoded_function(n) for n in a.names())
+# ---------------------------------------------------------------- cold: a fresh process per run
+
+
+@dataclass
+class ColdRun:
+    """One first run in a fresh process: its seconds, its output's digest, and how many of its waves shipped."""
+
+    seconds: float
+    digest: str
+    shipped: int
+    waves: int
+
+
+def cold_child(key: str, workers: int, path: str) -> ColdRun:
+    """In this fresh process: load the module at ``path``, decode it all, then time one run of case ``key``.
+
+    ``workers = 1`` runs in-process; more runs in ``auto`` mode with a pool that
+    starts on demand and a cost model that has learned nothing.
+    """
+    mod = from_bytes(Path(path).read_bytes(), source=path)
+    assert isinstance(mod, IRModule)
+    for name in mod.names():
+        mod[name]  # decoded, as built IR is: the run pays for no decoding the warm runs do not
+    (case,) = (c for c in CASES if c.key == key)
+    pass_ = case.make()
+    with PassContext(opt_level=3, config={"parpass.num_workers": workers}):
+        start = time.perf_counter()
+        out = pass_(mod)
+        seconds = time.perf_counter() - start
+    auto = [w for w in executor.history if w.reason != "configured in-process"]
+    return ColdRun(seconds, module_digest(out), sum(w.parallel for w in auto), len(auto))
+
+
+def cold_runs(key: str, workers: int, path: Path, repeat: int) -> tuple[list[ColdRun], list[ColdRun]]:
+    """``repeat`` cold runs in-process and in ``auto`` mode, each in a fresh process, alternating."""
+    serial: list[ColdRun] = []
+    parallel: list[ColdRun] = []
+    for _ in range(repeat):
+        for count, out in ((1, serial), (workers, parallel)):
+            proc = subprocess.run(
+                [sys.executable, __file__, "--cold-child", f"{key},{count},{path}"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if proc.returncode != 0:
+                raise RuntimeError(f"cold run of case {key!r} on {count} worker(s) failed:\n{proc.stderr}")
+            out.append(ColdRun(**json.loads(proc.stdout.strip().splitlines()[-1])))
+    return serial, parallel
+
+
+# ---------------------------------------------------------------- the report
+
+
+@dataclass
+class Figures:
+    """What one case measured in one condition (quiet or loaded)."""
+
+    serial: list[float]
+    parallel: list[float]
+    cold_serial: list[ColdRun]
+    cold_parallel: list[ColdRun]
+    identical: bool
+    overhead_us: float
+    mode: str
+
+    @property
+    def warm(self) -> float:
+        return median_ratio(self.serial, self.parallel)
+
+    @property
+    def cold(self) -> float:
+        return median_ratio([r.seconds for r in self.cold_serial], [r.seconds for r in self.cold_parallel])
+
+    @property
+    def cold_mode(self) -> str:
+        return f"{sum(r.shipped for r in self.cold_parallel)} of {sum(r.waves for r in self.cold_parallel)}"
+
+
+def measure(case: Case, mod: IRModule, path: Path, args: argparse.Namespace) -> Figures:
+    """Case ``case`` warm (in this process) and cold (fresh processes), under whatever load the machine has now."""
+    executor.history.clear()
+    serial, parallel, serial_out, parallel_out = timed(case.make(), mod, args.workers, args.repeat)
+    waves = [w for w in executor.history if w.parallel]
+    overhead = statistics.median(w.parent_seconds / max(w.functions, 1) for w in waves) * 1e6 if waves else 0.0
+    auto = [w for w in executor.history if w.reason != "configured in-process"]
+    mode = f"{sum(w.parallel for w in auto)} of {len(auto)}" if auto else "?"
+    if args.verbose:
+        for w in executor.history[-6:]:
+            where = "workers" if w.parallel else f"in-process ({w.reason})"
+            print(f"    {' -> '.join(w.passes)}: {w.wall * 1e3:.1f} ms, {where}")
+    cold_serial, cold_parallel = cold_runs(case.key, args.workers, path, args.cold_repeat)
+    digests = {module_digest(serial_out), module_digest(parallel_out)}
+    digests.update(r.digest for r in cold_serial + cold_parallel)
+    return Figures(serial, parallel, cold_serial, cold_parallel, len(digests) == 1, overhead, mode)
+
+
+def _ms(samples: list[float]) -> str:
+    return f"{statistics.median(samples) * 1e3:.1f}"
+
+
+def _checked(what: str, ratio: float, target: float, misses: list[str]) -> str:
+    """``ratio`` marked against ``target``; a miss is also added to ``misses``, labelled ``what``."""
+    text = mark(ratio, target)
+    if text.endswith("MISS"):
+        misses.append(f"{what}: {text} (target >= {target:.2f}x)")
+    return text
+
+
+def quiet_row(case: Case, f: Figures, target: float, misses: list[str]) -> str:
+    warm = _checked(f"{case.label}, warm", f.warm, target, misses)
+    cold = _checked(f"{case.label}, cold", f.cold, AUTO_FLOOR, misses)
+    cold_ms = [_ms([r.seconds for r in runs]) for runs in (f.cold_serial, f.cold_parallel)]
+    return (
+        f"| {case.label} | {_ms(f.serial)} | {_ms(f.parallel)} | {warm} | >= {target:.2f}x | "
+        f"{cold_ms[0]} | {cold_ms[1]} | {cold} | >= {AUTO_FLOOR:.2f}x | {f.overhead_us:.1f} | "
+        f"{f.mode} | {f.cold_mode} |{'' if f.identical else ' OUTPUT DIFFERS |'}"
+    )
+
+
+def loaded_row(case: Case, f: Figures, misses: list[str]) -> str:
+    warm = _checked(f"{case.label}, loaded, warm", f.warm, AUTO_FLOOR, misses)
+    cold = _checked(f"{case.label}, loaded, cold", f.cold, AUTO_FLOOR, misses)
+    cold_ms = [_ms([r.seconds for r in runs]) for runs in (f.cold_serial, f.cold_parallel)]
+    return (
+        f"| {case.label} | {_ms(f.serial)} | {_ms(f.parallel)} | {warm} | {cold_ms[0]} | {cold_ms[1]} | {cold} | "
+        f">= {AUTO_FLOOR:.2f}x | {f.mode} | {f.cold_mode} |{'' if f.identical else ' OUTPUT DIFFERS |'}"
+    )
+
+
+QUIET_HEADER = (
+    "| case | in-process ms | auto ms | warm speedup | target | cold in-process ms | cold auto ms | cold speedup "
+    "| target | parent µs/function | waves in workers, warm | waves in workers, cold |\n"
+    "|---|---:|---:|---:|---|---:|---:|---:|---|---:|---|---|"
+)
+LOADED_HEADER = (
+    "| case | in-process ms | auto ms | warm speedup | cold in-process ms | cold auto ms | cold speedup | target "
+    "| waves in workers, warm | waves in workers, cold |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---|---|---|"
+)
+
+
+def run_all(args: argparse.Namespace, tmp: Path) -> bool:
+    modules = make_modules(args.functions)
+    paths = {}
+    for key, mod in modules.items():
+        paths[key] = tmp / f"{key}.msgpack"
+        paths[key].write_bytes(to_bytes(mod))
+    get_backend().warm(args.workers)
+    print(
+        f"parpass {parpass.__version__}; usable cores {usable_cores()}; {args.workers} workers; warm: median of "
+        f"{args.repeat} interleaved ratios; cold: median of {args.cold_repeat}, each run in a fresh process"
+    )
+    print(f"module: random_module({args.functions}) = {len(modules['big'])} functions")
+    headroom = machine_headroom(args.workers)
+    print(f"machine headroom now (a pure-Python loop on {args.workers} processes vs 1): {headroom:.2f}x")
+    ceiling = pass_headroom(args.workers, max(args.functions // 2, 1))
+    target_a = round(CEILING_SHARE * ceiling, 2)
+    print(
+        f"ceiling of (a) now (its pass alone on {args.workers} processes vs 1, nothing shipped): {ceiling:.2f}x; "
+        f"target of (a): {CEILING_SHARE:.0%} of it, {target_a:.2f}x\n"
+    )
+    ok = True
+    misses: list[str] = []
+
+    print("quiet machine (targets: warm as issue 12 sets them, cold >= 0.95x):\n")
+    print(QUIET_HEADER)
+    for case in CASES:
+        f = measure(case, modules[case.module], paths[case.module], args)
+        print(quiet_row(case, f, target_a if case.target is None else case.target, misses), flush=True)
+        ok &= f.identical
+
+    print(f"\nloaded: a background process burns one core (every auto figure >= {AUTO_FLOOR:.2f}x)")
+    with burning_one_core():
+        loaded_headroom = machine_headroom(args.workers)
+        print(f"machine headroom under the load: {loaded_headroom:.2f}x\n")
+        print(LOADED_HEADER)
+        for case in CASES:
+            f = measure(case, modules[case.module], paths[case.module], args)
+            print(loaded_row(case, f, misses), flush=True)
+            ok &= f.identical
+    end_headroom = machine_headroom(args.workers)
+    print(f"\nmachine headroom at the end, quiet again: {end_headroom:.2f}x")
+    print(f"targets missed: {len(misses)}" + "".join(f"\n  {m}" for m in misses))
+    print(f"outputs byte-identical to the in-process run: {'yes' if ok else 'NO'}")
+    return ok
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--functions", type=int, default=2000)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=9)
-    parser.add_argument("--verbose", action="store_true", help="print the last waves of each case")
-    args = parser.parse_args()
-
-    big = random_module(num_functions=args.functions, seed=0)
-    small = random_module(num_functions=20, num_prim_funcs=0, size=10, seed=0)
-    cases: list[tuple[str, Callable[[], Pass], IRModule, str]] = [
-        ("(a) CPU-heavy function pass", lambda: schedule_search, big, ">= 1.85x"),
-        ("(b) light pipeline, 7 passes, one wave", light_pipeline, big, ">= 1.6x"),
-        ("(b') dataflow pipeline, 5 passes, 2 look up callees", dataflow_pipeline, big, "-"),
-        ("(c) light pipeline, 20 small functions", light_pipeline, small, ">= 0.95x"),
-    ]
-    get_backend().warm(args.workers)
-    print(
-        f"parpass {parpass.__version__}; usable cores {usable_cores()}; {args.workers} workers; median of {args.repeat}"
+    parser.add_argument("--functions", type=int, default=2000, help="Functions in the big module (default 2000)")
+    parser.add_argument("--workers", type=int, default=2, help="workers of the auto runs (default 2)")
+    parser.add_argument("--repeat", type=int, default=9, help="warm ratios per case and load (default 9)")
+    parser.add_argument(
+        "--cold-repeat", type=int, default=3, help="cold ratios per case and load, a fresh process each (default 3)"
     )
-    print(f"module: random_module({args.functions}) = {len(big)} functions")
-    headroom = machine_headroom(args.workers)
-    print(f"machine headroom now (a pure-Python loop on {args.workers} processes vs 1): {headroom:.2f}x")
-    ceiling = pass_headroom(args.workers, max(args.functions // 2, 1))
-    print(f"ceiling of (a) now (its pass alone on {args.workers} processes vs 1, nothing shipped): {ceiling:.2f}x\n")
-    print("| case | in-process ms | parallel ms | speedup (median of ratios) | target | parent µs/function | mode |")
-    print("|---|---:|---:|---:|---|---:|---|")
-    ok = True
-    for label, make, mod, target in cases:
-        pass_ = make()
-        executor.history.clear()
-        serial, parallel, serial_out, parallel_out = timed(pass_, mod, args.workers, args.repeat)
-        waves = [w for w in executor.history if w.parallel]
-        overhead = statistics.median(w.parent_seconds / max(w.functions, 1) for w in waves) * 1e6 if waves else 0.0
-        auto = [w for w in executor.history if w.reason != "configured in-process"]
-        shipped = sum(w.parallel for w in auto)
-        mode = f"{shipped} of {len(auto)} waves in workers" if auto else "?"
-        identical = same_bytes(serial_out, parallel_out)
-        ok &= identical
-        speedup = statistics.median(s / p for s, p in zip(serial, parallel, strict=True))
-        print(
-            f"| {label} | {statistics.median(serial) * 1e3:.1f} | {statistics.median(parallel) * 1e3:.1f} | "
-            f"{speedup:.2f}x | {target} | {overhead:.1f} | {mode}{'' if identical else ' (OUTPUT DIFFERS)'} |"
-        )
-        if args.verbose:
-            for w in executor.history[-6:]:
-                where = "workers" if w.parallel else f"in-process ({w.reason})"
-                print(f"    {' -> '.join(w.passes)}: {w.wall * 1e3:.1f} ms, {where}")
-    parpass.shutdown()
-    return 0 if ok else 1
+    parser.add_argument("--verbose", action="store_true", help="print the last waves of each case")
+    parser.add_argument("--cold-child", metavar="CASE,WORKERS,MODULE", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.cold_child:
+        key, workers, path = args.cold_child.split(",", 2)
+        print(json.dumps(cold_child(key, int(workers), path).__dict__))
+        return 0
+    for name in ("functions", "workers", "repeat", "cold_repeat"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1")
+    try:
+        with sigterm_as_exit(), tempfile.TemporaryDirectory(prefix="parpass-bench-parallel-") as tmp:
+            return 0 if run_all(args, Path(tmp)) else 1
+    finally:
+        parpass.shutdown()
 
 
 if __name__ == "__main__":

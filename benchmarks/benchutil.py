@@ -1,0 +1,121 @@
+"""Helpers shared by the benchmark scripts: machine headroom, a core burner, ratios, a line fit, output digests.
+
+Not a benchmark itself. The scripts import it from their own folder (``python
+benchmarks/bench_parallel.py`` puts ``benchmarks/`` on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from types import FrameType
+
+from parpass.ir import IRModule
+
+#: A pure-Python busy loop that stops by itself once its parent is gone (reparented: another parent pid), so
+#: that it cannot outlive a benchmark killed with SIGKILL, which runs no cleanup.
+_BURN = """\
+import os, sys
+parent = int(sys.argv[1])
+while os.getppid() == parent:
+    for _ in range(200_000):
+        pass
+"""
+
+
+@contextlib.contextmanager
+def burning_one_core() -> Iterator[subprocess.Popen[bytes]]:
+    """A background process that burns one core while the body runs; killed when the body ends, however it ends.
+
+    The loaded runs of the benchmarks use it: ``auto`` must not lose to an
+    in-process run when the workers get less than a core each.
+    """
+    proc = subprocess.Popen([sys.executable, "-c", _BURN, str(os.getpid())], stdin=subprocess.DEVNULL)
+    try:
+        time.sleep(0.2)  # let it start burning before anything is timed
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@contextlib.contextmanager
+def sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM raises ``SystemExit(143)`` inside the body, so that ``finally`` blocks (the burner's kill) run."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _spin(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i % 7
+    return total
+
+
+def machine_headroom(workers: int, n: int = 2_000_000) -> float:
+    """Speedup of a pure-Python loop on ``workers`` processes over one: what this machine allows right now.
+
+    Shared machines often give less than one core per process; parpass cannot beat this number.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+
+    start = time.perf_counter()
+    for _ in range(workers):
+        _spin(n)
+    serial = time.perf_counter() - start
+    with ProcessPoolExecutor(workers) as pool:
+        list(pool.map(_spin, [10] * workers))
+        start = time.perf_counter()
+        list(pool.map(_spin, [n] * workers))
+        parallel = time.perf_counter() - start
+    return serial / parallel
+
+
+def median_ratio(serial: Sequence[float], parallel: Sequence[float]) -> float:
+    """Median of ``serial[i] / parallel[i]``: samples taken in pairs (interleaved) are compared pair by pair."""
+    if len(serial) != len(parallel):
+        raise ValueError(f"need the same number of samples on both sides, got {len(serial)} and {len(parallel)}")
+    if not serial:
+        raise ValueError("no samples")
+    return statistics.median(s / p for s, p in zip(serial, parallel, strict=True))
+
+
+def mark(ratio: float, target: float) -> str:
+    """``ratio`` as ``"1.52x ok"`` when it meets ``target``, else ``"0.91x MISS"``."""
+    return f"{ratio:.2f}x {'ok' if round(ratio, 2) >= target else 'MISS'}"
+
+
+def fit_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares ``y = fixed + slope * x`` through ``(x, y)`` points; returns ``(fixed, slope)``."""
+    xs = [x for x, _ in points]
+    if len(set(xs)) < 2:
+        raise ValueError(f"a line fit needs points at two different x at least, got x = {sorted(set(xs))}")
+    ys = [y for _, y in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x in xs)
+    return my - slope * mx, slope
+
+
+def module_digest(mod: IRModule) -> str:
+    """SHA-256 of a module's function names and encoded functions, in module order: equal iff byte-identical."""
+    h = hashlib.sha256()
+    for name in mod.names():
+        data = mod.encoded_function(name)
+        h.update(f"{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
