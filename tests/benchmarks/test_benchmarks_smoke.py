@@ -25,7 +25,7 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("name", ["bench_parallel.py"])
+@pytest.mark.parametrize("name", ["bench_parallel.py", "bench_overhead.py"])
 def test_help_describes_the_script(name: str) -> None:
     proc = run_script(name, "--help")
     assert proc.returncode == 0, proc.stderr
@@ -53,3 +53,53 @@ def test_bench_parallel_refuses_a_repeat_of_zero() -> None:
     proc = run_script("bench_parallel.py", "--repeat", "0")
     assert proc.returncode == 2
     assert "--repeat must be >= 1" in proc.stderr
+
+
+def test_bench_overhead_fits_the_parent_work_and_projects_it() -> None:
+    proc = run_script(
+        "bench_overhead.py",
+        *("--sizes", "10,30", "--waves", "1", "--passes", "2", "--project-functions", "12", "--project-repeat", "1"),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "fusion off by" in out
+    assert out.count("parent fixed work per wave: ") == 4  # one pass per call and pipeline, unchanged and changed
+    assert out.count("(target < 3 ms)") == 4
+    assert out.count("per function: ") == 4
+    assert out.count("(target < 3 us)") == 4
+    assert "projection (not a measurement)" in out
+    for run in ("pass by pass", "fused"):
+        (row,) = [line for line in out.splitlines() if line.startswith(f"| {run} |")]
+        assert row.count("x |") == 3  # bounds on 2, 16 and 64 workers
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--sizes", "100"), "two different sizes"),
+        (("--sizes", "a,b"), "expected sizes like"),
+        (("--workers", "1"), "--workers must be >= 2"),
+        (("--waves", "0"), "--waves must be >= 1"),
+    ],
+)
+def test_bench_overhead_refuses_bad_arguments(args: tuple[str, ...], message: str) -> None:
+    proc = run_script("bench_overhead.py", *args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+
+
+def test_fusion_off_makes_a_sequential_run_one_wave_per_pass() -> None:
+    from bench_overhead import fusion_off, trivial_pass
+
+    from parpass.parallel import default_executor
+    from parpass.testing import random_module
+    from parpass.transform import PassContext, Sequential
+
+    config, instruments, how = fusion_off()
+    assert how
+    pipeline = Sequential([trivial_pass(k, changes=True) for k in range(3)])
+    default_executor.history.clear()
+    with PassContext(instruments=instruments, config={**config, "parpass.num_workers": 1}):
+        out = pipeline(random_module(num_functions=4, seed=0))
+    assert [w.passes for w in default_executor.history] == [("Touch0",), ("Touch1",), ("Touch2",)]
+    assert out["main"].attrs["touched_2"] == 2
