@@ -8,6 +8,7 @@ half a minute on 2 cores).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("name", ["bench_parallel.py", "bench_overhead.py"])
+@pytest.mark.parametrize("name", ["bench_parallel.py", "bench_overhead.py", "bench_cold.py"])
 def test_help_describes_the_script(name: str) -> None:
     proc = run_script(name, "--help")
     assert proc.returncode == 0, proc.stderr
@@ -103,3 +104,46 @@ def test_fusion_off_makes_a_sequential_run_one_wave_per_pass() -> None:
         out = pipeline(random_module(num_functions=4, seed=0))
     assert [w.passes for w in default_executor.history] == [("Touch0",), ("Touch1",), ("Touch2",)]
     assert out["main"].attrs["touched_2"] == 2
+
+
+def test_bench_cold_compares_fresh_processes_and_cleans_up(tmp_path: Path) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}  # its temporary folder goes here, so we can see it removed
+    proc = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_cold.py"), "--functions", "12", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=tmp_path,  # `python -m parpass` imports the parpass this interpreter imports, not one in the cwd
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "module: parpass gen --functions 12 --seed 0" in out
+    assert "machine headroom before the runs" in out
+    assert "machine headroom after the runs" in out
+    assert "run 1, --workers 1:" in out
+    assert "run 1, --workers 2:" in out
+    assert "(target >= 1.5x)" in out
+    assert "outputs byte-identical: yes (2 runs)" in out
+    assert not list(scratch.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(("--workers", "1"), "--workers must be >= 2"), (("--repeat", "0"), "--repeat must be >= 1")],
+)
+def test_bench_cold_refuses_bad_arguments(args: tuple[str, ...], message: str) -> None:
+    proc = run_script("bench_cold.py", *args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+
+
+def test_bench_cold_reports_a_failing_run() -> None:
+    from bench_cold import run_command
+
+    with pytest.raises(
+        RuntimeError, match=r"(?s)parpass opt /nonexistent\.msgpack .*failed \(exit status [1-9].*no such file"
+    ):
+        run_command(["opt", "/nonexistent.msgpack", "-o", "/nonexistent-out.msgpack"])

@@ -1,0 +1,116 @@
+"""Cold single runs: ``parpass opt`` in a fresh process, in-process against workers, as a user's one-shot build runs.
+
+Generates a module with ``parpass gen --functions N --seed 0`` (16,000
+Functions and 8,000 PrimFuncs by default), then runs ``parpass opt m.msgpack
+-o out.msgpack --workers 1`` and ``--workers W`` (the default pipeline)
+alternately, each in a fresh process, ``--repeat`` times each. Each time is
+the wall time of the whole command (interpreter start, import, reading the
+file, pool start-up, an unlearned cost model, the pipeline, writing the
+result). Prints every time, the medians, their ratio against issue 12's target
+(>= 1.5x), and the machine headroom (a pure-Python loop on W processes against
+one) measured before and after the runs. All outputs must be byte-identical.
+
+Its files live in a temporary folder, removed at the end (also on Ctrl-C,
+SIGTERM or an error). Exit status 1 if the outputs differ or a run fails.
+
+    python benchmarks/bench_cold.py [--functions 16000] [--repeat 3] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchutil import machine_headroom, mark, sigterm_as_exit
+
+#: Issue 12's target for the cold single run on 16,000 functions.
+TARGET = 1.5
+
+
+def run_command(args: list[str]) -> float:
+    """Wall seconds of ``python -m parpass ARGS`` in a fresh process; RuntimeError with its stderr if it fails.
+
+    Ended with SIGTERM (then SIGKILL) if this process is interrupted, so that its workers go too.
+    """
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "parpass", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        _, err = proc.communicate()
+    except BaseException:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"parpass {' '.join(args)} failed (exit status {proc.returncode}):\n{err}")
+    return seconds
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run(args: argparse.Namespace, tmp: Path) -> int:
+    module = tmp / "m.msgpack"
+    seconds = run_command(["gen", "-o", str(module), "--functions", str(args.functions), "--seed", "0"])
+    print(
+        f"module: parpass gen --functions {args.functions} --seed 0: {module.stat().st_size / 1e6:.1f} MB "
+        f"(generated in {seconds:.1f} s)"
+    )
+    before = machine_headroom(args.workers)
+    print(f"machine headroom before the runs (a pure-Python loop on {args.workers} processes vs 1): {before:.2f}x")
+    times: dict[int, list[float]] = {1: [], args.workers: []}
+    digests: set[str] = set()
+    for round_ in range(args.repeat):
+        for workers, samples in times.items():
+            out = tmp / f"out-{workers}-{round_}.msgpack"
+            samples.append(run_command(["opt", str(module), "-o", str(out), "--workers", str(workers)]))
+            digests.add(digest(out))
+            out.unlink()
+            print(f"  run {round_ + 1}, --workers {workers}: {samples[-1]:.2f} s", flush=True)
+    after = machine_headroom(args.workers)
+    print(f"machine headroom after the runs: {after:.2f}x")
+    serial, parallel = statistics.median(times[1]), statistics.median(times[args.workers])
+    print(
+        f"\nparpass opt, default pipeline, fresh process, median of {args.repeat}: --workers 1 {serial:.2f} s, "
+        f"--workers {args.workers} {parallel:.2f} s"
+    )
+    print(f"speedup (ratio of the medians): {mark(serial / parallel, TARGET)} (target >= {TARGET}x)")
+    identical = len(digests) == 1
+    print(f"outputs byte-identical: {'yes' if identical else 'NO'} ({2 * args.repeat} runs)")
+    return 0 if identical else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--functions", type=int, default=16000, help="Functions of the module (default 16000)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each side, alternating (default 3)")
+    parser.add_argument("--workers", type=int, default=2, help="workers of the parallel runs (default 2)")
+    args = parser.parse_args()
+    for name in ("functions", "repeat"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1")
+    if args.workers < 2:
+        parser.error("--workers must be >= 2 (the runs compare it with --workers 1)")
+    try:
+        with sigterm_as_exit(), tempfile.TemporaryDirectory(prefix="parpass-bench-cold-") as tmp:
+            return run(args, Path(tmp))
+    except RuntimeError as err:
+        print(f"bench_cold: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
