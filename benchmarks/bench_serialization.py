@@ -54,7 +54,7 @@ def median_time(fn: Callable[[], Any], repeats: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--functions", type=int, default=2000, help="dataflow functions (default 2000)")
     parser.add_argument("--prim-funcs", type=int, default=None, help="loop-level functions (default functions/2)")
     parser.add_argument("--size", type=int, default=20, help="typical function size (default 20)")

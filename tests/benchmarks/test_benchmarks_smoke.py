@@ -26,7 +26,9 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("name", ["bench_parallel.py", "bench_overhead.py", "bench_cold.py"])
+@pytest.mark.parametrize(
+    "name", ["bench_parallel.py", "bench_overhead.py", "bench_cold.py", "bench_passes.py", "bench_serialization.py"]
+)
 def test_help_describes_the_script(name: str) -> None:
     proc = run_script(name, "--help")
     assert proc.returncode == 0, proc.stderr
@@ -147,3 +149,19 @@ def test_bench_cold_reports_a_failing_run() -> None:
         RuntimeError, match=r"(?s)parpass opt /nonexistent\.msgpack .*failed \(exit status [1-9].*no such file"
     ):
         run_command(["opt", "/nonexistent.msgpack", "-o", "/nonexistent-out.msgpack"])
+
+
+def test_bench_passes_times_every_pass_of_the_default_pipeline() -> None:
+    from parpass.passes import PIPELINE_PASSES
+
+    proc = run_script("bench_passes.py", "--functions", "10", "--repeat", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in PIPELINE_PASSES:
+        assert f"| {name} |" in proc.stdout
+
+
+def test_bench_serialization_compares_msgspec_with_pickle() -> None:
+    proc = run_script("bench_serialization.py", "--functions", "10", "--repeats", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "| msgspec encode: to_bytes (no cached bytes) |" in proc.stdout
+    assert "| encode: pickle.dumps / to_bytes |" in proc.stdout
