@@ -8,10 +8,11 @@ on ``random_module(n)`` for each ``n`` of ``--sizes``, ``--waves`` times each
 - one pass per call: each top-level call is one wave;
 - pipeline-shaped: one ``Sequential`` of ``--passes`` trivial passes with
   fusion off, so each pass is its own wave within one top-level call (where
-  the workers may keep the IR between waves). Fusion is turned off by a
-  registered boolean config key whose name holds ``fus`` (set to the opposite
-  of its default) if there is one; otherwise by a do-nothing instrument, which
-  makes a Sequential run pass by pass; the script says which.
+  the workers may keep the IR between waves). Fusion is turned off by the
+  config key ``parpass.fuse_passes`` (or, while it is not registered, another
+  boolean key whose name holds ``fus``, set to the opposite of its default);
+  without one, by a do-nothing instrument, which makes a Sequential run pass
+  by pass; the script says which.
 
 each with passes that return their input ("unchanged") and passes that change
 every function ("changed": a new attribute). From the executor's wave
@@ -91,13 +92,21 @@ class ReadsModules(PassInstrument):
     by pass (the fallback way to turn fusion off while no config key does it)."""
 
 
+#: The config key that lets a Sequential fuse passes (being added with issue 12); until it exists, any registered
+#: boolean key whose name holds "fus" is taken, and failing that a do-nothing instrument turns fusion off.
+FUSE_KEY = "parpass.fuse_passes"
+
+
 def fusion_off() -> tuple[dict[str, Any], list[PassInstrument], str]:
     """Config and instruments that make a Sequential run each pass as its own wave, and how they do it."""
-    for key, entry in list_configs().items():
-        if "fus" in key and entry.get("type") == "bool" and isinstance(entry.get("default"), bool):
+    options = list_configs()
+    keys = [FUSE_KEY] if FUSE_KEY in options else sorted(k for k in options if "fus" in k)
+    for key in keys:
+        entry = options[key]
+        if entry.get("type") == "bool" and isinstance(entry.get("default"), bool):
             value = not entry["default"]
             return {key: value}, [], f"config {key}={value}"
-    return {}, [ReadsModules()], "a do-nothing instrument (no config key turns fusion off yet)"
+    return {}, [ReadsModules()], f"a do-nothing instrument (config {FUSE_KEY} is not registered)"
 
 
 @dataclass

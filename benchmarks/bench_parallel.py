@@ -422,6 +422,7 @@ def run_all(args: argparse.Namespace, tmp: Path) -> bool:
     )
     ok = True
     misses: list[str] = []
+    auto: list[float] = []  # every auto figure, to hold against AUTO_FLOOR
 
     print("quiet machine (targets: warm as issue 12 sets them, cold >= 0.95x):\n")
     print(QUIET_HEADER)
@@ -429,6 +430,7 @@ def run_all(args: argparse.Namespace, tmp: Path) -> bool:
         f = measure(case, modules[case.module], paths[case.module], args)
         print(quiet_row(case, f, target_a if case.target is None else case.target, misses), flush=True)
         ok &= f.identical
+        auto += [f.warm, f.cold]
 
     print(f"\nloaded: a background process burns one core (every auto figure >= {AUTO_FLOOR:.2f}x)")
     with burning_one_core():
@@ -439,9 +441,15 @@ def run_all(args: argparse.Namespace, tmp: Path) -> bool:
             f = measure(case, modules[case.module], paths[case.module], args)
             print(loaded_row(case, f, misses), flush=True)
             ok &= f.identical
+            auto += [f.warm, f.cold]
     end_headroom = machine_headroom(args.workers)
     print(f"\nmachine headroom at the end, quiet again: {end_headroom:.2f}x")
     print(f"targets missed: {len(misses)}" + "".join(f"\n  {m}" for m in misses))
+    floor = sum(round(r, 2) >= AUTO_FLOOR for r in auto)
+    print(
+        f"auto >= {AUTO_FLOOR:.2f}x of in-process in every figure (warm and cold, quiet and loaded): "
+        f"{'yes' if floor == len(auto) else 'NO'} ({floor} of {len(auto)}; lowest {min(auto):.2f}x)"
+    )
     print(f"outputs byte-identical to the in-process run: {'yes' if ok else 'NO'}")
     return ok
 

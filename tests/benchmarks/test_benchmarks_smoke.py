@@ -49,6 +49,7 @@ def test_bench_parallel_prints_warm_cold_quiet_and_loaded_figures() -> None:
         assert len(rows) == 2, out  # quiet and loaded
         assert all(" ok |" in row or " MISS |" in row for row in rows)
     assert "targets missed:" in out
+    assert "in every figure (warm and cold, quiet and loaded): " in out
     assert "outputs byte-identical to the in-process run: yes" in out
 
 
