@@ -29,17 +29,19 @@ class _Slot:
     A slot may instead hold a ``loader`` that computes the function on first read.
     """
 
-    __slots__ = ("data", "func", "loader")
+    __slots__ = ("data", "digest", "func", "loader")
 
     def __init__(
         self,
         func: BaseFunc | None = None,
         data: bytes | None = None,
         loader: Callable[[], BaseFunc] | None = None,
+        digest: bytes | None = None,
     ) -> None:
         self.func = func
         self.data = data
         self.loader = loader
+        self.digest = digest  # of ``data`` (or of the encoding of ``func``), when someone computed it
 
     def get(self) -> BaseFunc:
         if self.func is None:
@@ -275,13 +277,29 @@ class IRModule:
         """Function ``key`` as msgpack bytes; cached, so shipping it twice encodes it once."""
         return self._slot(key).encoded()
 
-    def set_encoded_function(self, key: FuncKey, data: bytes, func: BaseFunc | None = None) -> None:
+    def set_encoded_function(
+        self, key: FuncKey, data: bytes, func: BaseFunc | None = None, digest: bytes | None = None
+    ) -> None:
         """Set function ``key`` from msgpack bytes, decoded only when first read.
 
-        ``func``, if given, is the function ``data`` decodes to (already decoded by the caller).
+        ``func``, if given, is the function ``data`` decodes to (already decoded by the caller);
+        ``digest``, if given, is a content digest of ``data`` (see :meth:`known_digest`).
         """
         self._check_writable()
-        self._slots[_name_of(key)] = _Slot(func, data)
+        self._slots[_name_of(key)] = _Slot(func, data, digest=digest)
+
+    def known_digest(self, key: FuncKey) -> bytes | None:
+        """The content digest of function ``key``'s encoded bytes, if one was recorded (none is computed here).
+
+        An executor that keeps functions decoded elsewhere (parpass's workers)
+        records the digest it computed of the bytes, and finds the function by
+        it again; the module only keeps it with the bytes it describes.
+        """
+        return self._slot(key).digest
+
+    def record_digest(self, key: FuncKey, digest: bytes) -> None:
+        """Record ``digest`` as the content digest of function ``key``'s encoded bytes (a cache, like the bytes)."""
+        self._slot(key).digest = digest
 
     def kind_and_attrs(self, key: FuncKey) -> tuple[type[BaseFunc], Mapping[str, AttrValue]]:
         """The class and the attributes of function ``key``, without decoding its body.

@@ -25,10 +25,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from multiprocessing.connection import wait as wait_ready
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from parpass.parallel.crew import Crew
 
 #: Set in worker processes, so that a pass run inside a worker never starts another pool.
 _IN_WORKER = False
@@ -132,6 +135,16 @@ class Backend(Protocol):
         """Pids of the live workers of the current pool (for tests and diagnostics)."""
         ...
 
+    def crew(self, num_workers: int) -> contextlib.AbstractContextManager[Crew]:
+        """Hold the crew of ``num_workers`` workers (one seat per worker, each addressable: what lets the
+        executor send a function to the worker that holds it) for one wave; waves of other threads wait.
+
+        The crew outlives the wave (and the pass) while it is used. When the
+        wave fails (an exception leaves the ``with``), the crew's workers are
+        killed and the next wave gets a new crew.
+        """
+        ...
+
     def kill(self, generation: int | None = None) -> None:
         """Terminate the workers of pool ``generation`` now (default: the current pool) and wait until they
         are gone; their pending tasks fail with :class:`PoolLost`. A pool already replaced is still killed
@@ -232,12 +245,15 @@ def _wait_all(sentinels: list[Any], seconds: float) -> None:
 class LokyBackend:
     """Workers from loky process pools, one pool at a time (a retired pool finishes its tasks, then ends)."""
 
-    def __init__(self, idle_timeout: float = 300.0) -> None:
+    def __init__(self, idle_timeout: float = 300.0, crew_idle: float = 120.0) -> None:
         self._idle_timeout = idle_timeout
+        self._crew_idle = crew_idle
         self._pool: _Pool | None = None
         self._pools: dict[int, _Pool] = {}  # every pool with tasks or workers that may still run, by generation
         self._generation = 0
         self._lock = threading.Lock()
+        self._crew: Crew | None = None
+        self._crew_lock = threading.Lock()  # held for a whole wave
 
     def _current(self, num_workers: int) -> _Pool:
         """The pool to submit to: the current one if it has ``num_workers`` and is usable, else a new one.
@@ -269,6 +285,14 @@ class LokyBackend:
         return pool
 
     def submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Task:
+        if self._crew is not None:  # its seats hold every worker: let them go, or the task would wait for ever
+            with self._crew_lock:
+                crew, self._crew = self._crew, None
+                if crew is not None:
+                    crew.close()
+        return self._submit(num_workers, fn, *args)
+
+    def _submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Task:
         for attempt in range(2):
             pool = self._current(num_workers)
             task = Task(pool.generation)
@@ -309,13 +333,36 @@ class LokyBackend:
             return
         from parpass.parallel.worker import warm_up
 
-        tasks = [self.submit(num_workers, warm_up, 0.05) for _ in range(num_workers)]
+        tasks = [self._submit(num_workers, warm_up, 0.05) for _ in range(num_workers)]
         try:
             for task in tasks:
                 task.result(timeout=_WARM_WAIT)
         except Exception:  # a lost or slow pool: the wave's own tasks meet (and report or retry) it
             return
         pool.warm = True
+
+    @contextlib.contextmanager
+    def crew(self, num_workers: int) -> Iterator[Crew]:
+        from parpass.parallel.crew import Crew
+
+        with self._crew_lock:
+            crew = self._crew
+            pool = self._pool
+            current = pool is not None and crew is not None and crew.generation == pool.generation and pool.usable()
+            if crew is None or crew.size != num_workers or not current or not crew.alive():
+                self._crew = None
+                if crew is not None:
+                    crew.close()
+                self.warm(num_workers)
+                crew = self._crew = Crew(self._submit, num_workers, self._crew_idle)
+            try:
+                yield crew
+            except BaseException:
+                # No worker may go on with (or outlive) a wave that failed or was interrupted.
+                self._crew = None
+                self.kill(crew.generation)
+                crew.close()
+                raise
 
     def worker_pids(self) -> list[int]:
         pool = self._pool
@@ -334,6 +381,9 @@ class LokyBackend:
         pool.kill()  # idempotent: a second thread killing the same pool also waits until its workers are gone
 
     def shutdown(self) -> None:
+        crew, self._crew = self._crew, None
+        if crew is not None:
+            crew.close()
         with self._lock:
             pools = list(self._pools.values())
             self._pool = None

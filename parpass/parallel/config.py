@@ -19,6 +19,7 @@ INLINE_BELOW = "parpass.inline_below_seconds"
 TIMEOUT = "parpass.timeout"
 STRICT = "parpass.strict"
 REPRODUCER = "parpass.reproducer"
+WORKER_CACHE = "parpass.worker_cache_mb"
 
 register_config_option(
     NUM_WORKERS,
@@ -63,6 +64,16 @@ register_config_option(
 )
 
 
+register_config_option(
+    WORKER_CACHE,
+    Annotated[float, msgspec.Meta(ge=0)],
+    default=128.0,
+    doc="Megabytes of IR (counted encoded; decoded it takes about 5x that) each worker keeps decoded between "
+    "waves, so that the next pass on a function it holds skips decoding; least recently used out first. "
+    "0: keep nothing (every wave decodes what it gets).",
+)
+
+
 @dataclass(frozen=True)
 class ParallelConfig:
     """The executor's options as read from one PassContext."""
@@ -73,6 +84,7 @@ class ParallelConfig:
     timeout: float
     strict: bool
     reproducer: str
+    cache_bytes: int
 
     @classmethod
     def of(cls, ctx: PassContext) -> ParallelConfig:
@@ -84,6 +96,7 @@ class ParallelConfig:
             timeout=float(cfg[TIMEOUT]),
             strict=bool(cfg[STRICT]),
             reproducer=str(cfg[REPRODUCER]),
+            cache_bytes=int(float(cfg[WORKER_CACHE]) * 1e6),
         )
         if out.num_workers > 1 and out.mode != "never":
             _warn_if_oversubscribed(out.num_workers)

@@ -13,14 +13,13 @@ instrument trace.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import logging
 import pickle
 import threading
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import NoReturn
 
 import cloudpickle
 import msgspec
@@ -40,11 +39,14 @@ from parpass.ir.serialization import node_problem
 from parpass.parallel import backend as backend_mod
 from parpass.parallel.capture import Emission, replay
 from parpass.parallel.config import ParallelConfig
-from parpass.parallel.cost import CostModel, plan_chunks
+from parpass.parallel.cost import CostModel
+from parpass.parallel.crew import Crew, CrewLost
 from parpass.parallel.pickling import dumps_for_workers
+from parpass.parallel.protocol import ChunkDone, TaskError, WorkerFailure
 from parpass.parallel.reproducer import write_reproducer
-from parpass.parallel.wave import ProgressSlots, output_path, read_outputs, remove, write_wave
-from parpass.parallel.worker import ChunkResult, TaskError, pack_passes, run_chunk
+from parpass.parallel.schedule import Dispatcher
+from parpass.parallel.wave import remove, write_wave
+from parpass.parallel.worker import pack_passes
 from parpass.transform.context import PassContext
 from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note
@@ -53,6 +55,10 @@ log = logging.getLogger("parpass.parallel")
 
 #: How often the parent checks the progress slots for timeouts while it waits, seconds.
 _POLL = 0.05
+#: Chunks handed to a seat ahead of its answers, so that it never waits for the parent between chunks.
+_IN_FLIGHT = 2
+#: Digests whose holder the executor remembers at most (beyond that it forgets them all: only a hint).
+_OWNERS_KEPT = 1 << 20
 #: How many times a wave runs again on a new pool after losing its pool to a fault that is not its own
 #: (a worker that died idle, another thread's crash); after that it runs in-process.
 _RETRIES = 3
@@ -70,6 +76,11 @@ class WaveStats(msgspec.Struct):
     wall: float = 0.0
     worker_seconds: float = 0.0
     parent_seconds: float = 0.0
+    #: functions the workers found resident, and decoded from the wave's bytes
+    hits: int = 0
+    misses: int = 0
+    #: functions a worker took from another's queue to keep busy
+    stolen: int = 0
 
 
 class ParallelExecutor:
@@ -241,7 +252,6 @@ class ParallelExecutor:
         encode_seconds: float,
     ) -> IRModule:
         backend = backend_mod.get_backend()
-        backend.warm(cfg.num_workers)  # pool start-up is not part of any wave's cost
         start = time.perf_counter()
         names = tuple(p.info.name for p in passes)
         all_names = mod.names()
@@ -253,127 +263,168 @@ class ParallelExecutor:
             [_encoded(mod, name, names) for name in all_names],
             msgspec.msgpack.encode(dict(mod.attrs)),
             bool(ctx.instruments),
+            [mod.known_digest(name) or b"" for name in all_names],
+            cfg.cache_bytes,
         )
-        chunks = [[position[targets[i]] for i in chunk] for chunk in plan_chunks(sizes, cfg.num_workers)]
+        indices = [position[name] for name in targets]
         setup = time.perf_counter() - start
+        waited = 0.0
         for _ in range(_RETRIES + 1):
             try:
-                results, outputs = self._attempt(backend, wave, chunks, cfg, names, mod, ctx, passes)
+                with backend.crew(cfg.num_workers) as crew:
+                    began = time.perf_counter()
+                    run = self._attempt(crew, wave, indices, sizes, cfg, names, mod, ctx, passes)
+                    waited = time.perf_counter() - began
                 break
             except _LostElsewhere as lost:
-                log.info("pass %s: %s; running the wave again on a new pool", _label(names), lost)
-                backend.warm(cfg.num_workers)
+                log.info("pass %s: %s; running the wave again on a new crew", _label(names), lost)
         else:
             # The pool kept dying under this wave through faults of other work: the serial run is the
             # specification, and none of this wave's functions killed a worker.
             log.warning("pass %s: worker pool lost %d times to other work; in-process now", _label(names), _RETRIES + 1)
             return self._run_inline(passes, mod, ctx, observer, names, "worker pool lost to other work")
-        wait_end = time.perf_counter()
+        results = [done for _, done in run.answers]
         for stage, p in enumerate(passes):
             if any(stage < len(r.recomputed) and r.recomputed[stage] for r in results):
                 self._looks_up.add(p.info.name)
         nbytes = sum(sizes)
         busy = sum(r.seconds for r in results)
+        merge_start = time.perf_counter()
         try:
-            out = self._merge(outputs, mod, all_names)
+            out = self._merge(run, mod, all_names)
             self._replay_and_raise(results, passes, all_names, mod, ctx, cfg, observer)
         finally:
             end = time.perf_counter()
             self.cost.record_workers(names, busy, nbytes)
-            self.cost.record_wave(wait_end - start, busy, cfg.num_workers, nbytes)
-            parent = setup + encode_seconds + (end - wait_end)
+            self.cost.record_wave(end - start - (merge_start - start - setup - waited), busy, cfg.num_workers, nbytes)
+            parent = setup + encode_seconds + (end - merge_start) + run.parent_seconds
             wall = end - start + encode_seconds
-            stats = WaveStats(names, True, "parallel", len(targets), len(chunks), nbytes, wall, busy, parent)
+            stats = WaveStats(
+                names,
+                True,
+                "parallel",
+                len(targets),
+                run.chunks,
+                nbytes,
+                wall,
+                busy,
+                parent,
+                hits=sum(r.hits for r in results),
+                misses=sum(r.misses for r in results),
+                stolen=run.stolen,
+            )
             self._remember(stats)
         return out
 
     def _attempt(
         self,
-        backend: backend_mod.Backend,
+        crew: Crew,
         wave: _WaveInput,
-        chunks: list[list[int]],
+        indices: list[int],
+        sizes: list[int],
         cfg: ParallelConfig,
         names: tuple[str, ...],
         mod: IRModule,
         ctx: PassContext,
         passes: Sequence[FunctionLevelPass],
-    ) -> tuple[list[ChunkResult], list[list[tuple[int, bytes]]]]:
-        """Run the wave once: write its files, submit its chunks, wait, read the results, remove the files.
+    ) -> _Run:
+        """Run the wave once on ``crew``: write its file, hand out its chunks, collect every answer.
 
-        Raises :class:`_LostElsewhere` when the pool was lost to a fault of no function of this wave.
-        Each attempt has files of its own, so that nothing of a lost attempt can land in the next one.
+        Raises :class:`_LostElsewhere` when the crew was lost to a fault of no function of this wave.
+        Each attempt has a file of its own, so that nothing of a lost attempt can land in the next one.
+        Any other failure propagates; the caller's ``backend.crew`` then kills the crew's workers.
         """
-        wave_path: str | None = None
-        progress: ProgressSlots | None = None
-        futures: list[cf.Future[Any]] = []
-        submitted = False
+        parent = 0.0
+        t0 = time.perf_counter()
+        wave_path = write_wave(
+            wave.passes,
+            wave.context,
+            wave.names,
+            wave.functions,
+            wave.attrs,
+            wave.record,
+            wave.digests,
+            0,
+            wave.cache_bytes,
+        )
         try:
-            wave_path = write_wave(wave.passes, wave.context, wave.names, wave.functions, wave.attrs, wave.record)
-            progress = ProgressSlots.create(len(chunks))
-            for slot, chunk in enumerate(chunks):
-                futures.append(
-                    backend.submit(cfg.num_workers, run_chunk, wave_path, progress.path, len(chunks), slot, chunk)
-                )
-            submitted = True
-            results = self._wait(futures, progress, cfg, names, wave.names, mod, ctx, passes)
-            return results, [_read_results(r, output_path(wave_path, slot)) for slot, r in enumerate(results)]
-        except BaseException:
-            # Ctrl-C or any failure: no worker may go on with (or outlive) this wave, nor write its files
-            # after they are removed below.
-            _kill_pools(backend, futures)
-            if progress is not None and not submitted:
-                backend.kill()  # interrupted in a submission: its task may run, unseen by ``futures``
-            raise
+            owners = [crew.owners.get(wave.digests[i]) if wave.digests[i] else None for i in indices]
+            dispatcher = Dispatcher(indices, sizes, owners, crew.size)
+            outstanding = [0] * crew.size
+            run = _Run()
+            for _ in range(_IN_FLIGHT):
+                for seat in range(crew.size):
+                    self._hand_out(crew, dispatcher, seat, wave_path, outstanding, run)
+            parent += time.perf_counter() - t0
+            while any(outstanding):
+                answers = crew.receive(_POLL)
+                t1 = time.perf_counter()
+                for seat, answer in answers:
+                    if isinstance(answer, WorkerFailure):
+                        error = RemotePassError(
+                            f"{answer.type_name}: {answer.message}", _label(names), (), answer.type_name
+                        )
+                        _add_note(error, "parpass: remote traceback (worker process):\n" + answer.traceback.rstrip())
+                        self._fail_crash(error, names, [], [], mod, ctx, passes, cfg)
+                    assert isinstance(answer, ChunkDone)
+                    outstanding[seat] -= 1
+                    run.answers.append((seat, answer))
+                    self._hand_out(crew, dispatcher, seat, wave_path, outstanding, run)
+                parent += time.perf_counter() - t1
+                if cfg.timeout > 0:
+                    late = [(b.function, b.seconds) for b in crew.running() if b.seconds > cfg.timeout]
+                    if late:
+                        funcs = tuple(wave.names[i] for i, _ in late)
+                        message = (
+                            f"pass {_label(names)} exceeded the timeout of {cfg.timeout:g}s "
+                            f"(config parpass.timeout) on function(s) {', '.join(map(repr, funcs))}"
+                        )
+                        self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
+                        raise PassTimeoutError(message, _label(names), funcs)
+            run.stolen = dispatcher.stolen
+            run.parent_seconds = parent
+            for seat, answer in run.answers:  # who holds what, for the next wave's affinity
+                for result in answer.results:
+                    crew.owners[result.digest] = seat
+            if len(crew.owners) > _OWNERS_KEPT:
+                crew.owners.clear()
+            return run
+        except CrewLost as lost:
+            self._fail_lost(crew, lost, names, wave.names, mod, ctx, passes, cfg)
         finally:
-            if progress is not None:
-                progress.close()
-                remove(progress.path)
-            if wave_path is not None:
-                remove(wave_path)
-                for slot in range(len(chunks)):
-                    remove(output_path(wave_path, slot))
+            remove(wave_path)
 
-    def _wait(
+    @staticmethod
+    def _hand_out(
+        crew: Crew, dispatcher: Dispatcher, seat: int, wave_path: str, outstanding: list[int], run: _Run
+    ) -> None:
+        chunk = dispatcher.next_chunk(seat)
+        if chunk:
+            crew.run(seat, wave_path, chunk)
+            outstanding[seat] += 1
+            run.chunks += 1
+
+    def _fail_lost(
         self,
-        futures: list[cf.Future[Any]],
-        progress: ProgressSlots,
-        cfg: ParallelConfig,
+        crew: Crew,
+        lost: CrewLost,
         names: tuple[str, ...],
         all_names: list[str],
         mod: IRModule,
         ctx: PassContext,
         passes: Sequence[FunctionLevelPass],
-    ) -> list[ChunkResult]:
-        pending = set(futures)
-        backend = backend_mod.get_backend()
-        while pending:
-            done, pending = cf.wait(pending, timeout=_POLL, return_when=cf.FIRST_EXCEPTION)
-            failed = [err for err in (f.exception() for f in done) if err is not None]
-            if failed:
-                busy = progress.running()
-                lost = [err for err in failed if isinstance(err, backend_mod.PoolLost)]
-                if not lost:
-                    _kill_pools(backend, futures)
-                    self._fail_crash(failed[0], names, [all_names[b.function] for b in busy], [], mod, ctx, passes, cfg)
-                # Whose fault: a function of this wave was running on a worker that died on its own, or not.
-                dead = frozenset().union(*(err.dead for err in lost))
-                culprits = [all_names[b.function] for b in busy if b.pid in dead]
-                if not culprits:
-                    raise _LostElsewhere(lost[0])
-                others = [all_names[b.function] for b in busy if b.pid not in dead]
-                self._fail_crash(lost[0], names, culprits, others, mod, ctx, passes, cfg)
-            if cfg.timeout > 0:
-                late = [(b.function, b.seconds) for b in progress.running() if b.seconds > cfg.timeout]
-                if late:
-                    _kill_pools(backend, futures)
-                    funcs = tuple(all_names[i] for i, _ in late)
-                    message = (
-                        f"pass {_label(names)} exceeded the timeout of {cfg.timeout:g}s "
-                        f"(config parpass.timeout) on function(s) {', '.join(map(repr, funcs))}"
-                    )
-                    self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
-                    raise PassTimeoutError(message, _label(names), funcs)
-        return [f.result() for f in futures]
+        cfg: ParallelConfig,
+    ) -> NoReturn:
+        """Raise for a crew lost during a wave: a crash of a function of the wave (the worker running it
+        died on its own), or :class:`_LostElsewhere` (killed from outside while idle, by another fault)."""
+        busy = crew.running()
+        dead = lost.lost.dead if lost.lost is not None else frozenset()
+        culprits = [all_names[b.function] for b in busy if b.pid in dead]
+        if not culprits:
+            raise _LostElsewhere(lost)
+        others = [all_names[b.function] for b in busy if b.pid not in dead]
+        self._fail_crash(lost.lost, names, culprits, others, mod, ctx, passes, cfg)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _fail_crash(
         self,
@@ -421,16 +472,20 @@ class ParallelExecutor:
     # ------------------------------------------------------------ merge, replay, errors
 
     @staticmethod
-    def _merge(outputs: list[list[tuple[int, bytes]]], mod: IRModule, all_names: list[str]) -> IRModule:
+    def _merge(run: _Run, mod: IRModule, all_names: list[str]) -> IRModule:
         out = mod.copy()
-        for chunk in outputs:
-            for index, data in chunk:
-                out.set_encoded_function(all_names[index], data)
+        for _, answer in run.answers:
+            for result in answer.results:
+                name = all_names[result.index]
+                if result.data is None:
+                    out.record_digest(name, result.digest)
+                else:
+                    out.set_encoded_function(name, result.data, digest=result.digest)
         return out
 
     def _replay_and_raise(
         self,
-        results: list[ChunkResult],
+        results: list[ChunkDone],
         passes: Sequence[FunctionLevelPass],
         all_names: list[str],
         mod: IRModule,
@@ -440,7 +495,7 @@ class ParallelExecutor:
     ) -> None:
         errors = sorted((e for r in results for e in r.errors), key=lambda e: (e.stage, e.index))
         cutoff = (errors[0].stage, errors[0].index) if errors else None
-        emitted = sorted((s, i, ems) for r in results for s, i, ems in r.emissions)
+        emitted = sorted(((e.stage, e.index, e.emissions) for r in results for e in r.emissions), key=_by_place)
         last = errors[0].stage if errors else len(passes) - 1
         position = 0
         for stage in range(last + 1):
@@ -493,7 +548,7 @@ class _Offset:
         self._observer.stage_failed(stage + self._offset, error)
 
 
-def _stage_timing(results: Sequence[ChunkResult], stage: int) -> StageTiming:
+def _stage_timing(results: Sequence[ChunkDone], stage: int) -> StageTiming:
     """Stage ``stage``'s wall and CPU seconds, summed over the chunks that ran it."""
     return StageTiming(
         sum(r.stage_wall[stage] for r in results if stage < len(r.stage_wall)),
@@ -510,37 +565,26 @@ class _WaveInput(msgspec.Struct, frozen=True):
     functions: list[bytes]
     attrs: bytes
     record: bool
+    digests: list[bytes]
+    cache_bytes: int
+
+
+class _Run:
+    """What one attempt of a wave brought back: every chunk's answer, by seat, and what it cost the parent."""
+
+    def __init__(self) -> None:
+        self.answers: list[tuple[int, ChunkDone]] = []
+        self.chunks = 0
+        self.stolen = 0
+        self.parent_seconds = 0.0  # handing out chunks and taking in answers (the rest of the wait is the workers')
 
 
 class _LostElsewhere(Exception):
-    """A wave's pool was lost to a fault of none of its functions: the wave runs again on a new pool."""
+    """A wave's crew was lost to a fault of none of its functions: the wave runs again on a new crew."""
 
-    def __init__(self, lost: backend_mod.PoolLost) -> None:
-        super().__init__(f"its worker pool (generation {lost.generation}) was lost: {lost}")
+    def __init__(self, lost: CrewLost) -> None:
+        super().__init__(str(lost))
         self.lost = lost
-
-
-def _kill_pools(backend: backend_mod.Backend, futures: Sequence[cf.Future[Any]]) -> None:
-    """Kill every pool that still runs a task of ``futures``, or that broke under one, and wait until its
-    workers are gone (so that none goes on with the wave, or writes its files after they are removed).
-
-    A pool that another thread started since is left alone: a task names its pool by generation.
-    """
-    generations = set()
-    for f in futures:
-        if not f.done() or isinstance(f.exception(), backend_mod.BrokenPool):
-            generations.add(getattr(f, "generation", None))
-    for generation in generations:
-        backend.kill(generation)
-
-
-def _read_results(chunk: ChunkResult, path: str) -> list[tuple[int, bytes]]:
-    """``(function index, new bytes)`` of the functions a chunk changed, read from its output file ``path``."""
-    changed = [(index, size) for index, size in chunk.results if size >= 0]
-    if not changed:
-        return []
-    blobs = read_outputs(path, [size for _, size in changed])
-    return [(index, data) for (index, _), data in zip(changed, blobs, strict=True)]
 
 
 def _rebuild(
@@ -563,11 +607,19 @@ def _rebuild(
         others = ", ".join(f"{all_names[e.index]!r} ({e.type_name})" for e in wave[1:])
         notes.append(f"parpass: pass {pass_name!r} also failed on {len(wave) - 1} more function(s): {others}")
     for note in notes:
-        if hasattr(err, "add_note"):
-            err.add_note(note)
-        else:  # Python 3.10
-            err.__notes__ = [*getattr(err, "__notes__", []), note]  # type: ignore[attr-defined]
+        _add_note(err, note)
     return err
+
+
+def _add_note(err: BaseException, note: str) -> None:
+    if hasattr(err, "add_note"):
+        err.add_note(note)
+    else:  # Python 3.10
+        err.__notes__ = [*getattr(err, "__notes__", []), note]  # type: ignore[attr-defined]
+
+
+def _by_place(item: tuple[int, int, list[Emission]]) -> tuple[int, int]:
+    return item[0], item[1]
 
 
 def _replay(emissions: list[Emission], ctx: PassContext) -> None:

@@ -1,27 +1,25 @@
-"""The files through which one parallel wave reaches the workers.
+"""The files through which one parallel wave reaches the workers of one machine.
 
 A *wave* is one round trip: a chain of function-level passes applied to the
 target functions of a module. The parent writes everything the workers share
-into one file, once: the pickled passes, the pass context, and every function
-of the module as msgpack bytes (the module view and the inputs). Each worker
-maps the file once per wave and caches what it unpickles, so a pass is shipped
-to each worker once per pass, not once per function, and chunks of work are
-just lists of function indices.
+into one file, once: the pickled passes, the pass context, every function of
+the module as msgpack bytes (the module view, and the inputs a worker does not
+hold resident) and the digest of those bytes where the parent knows it. Each
+worker maps the file once per wave and caches what it unpickles, so a pass is
+shipped to each worker once per pass, not once per function, and chunks of
+work are just lists of function indices. Results come back on each worker's
+own connection (:mod:`parpass.parallel.protocol`).
 
-A second, small file holds one progress slot per chunk (the function being run,
-since when, and by which worker process), written by workers and read by the
-parent to name the function a crashed or timed-out worker was running, and to
-tell a crash of the wave's own from the loss of a pool it shared.
-
-Results come back the same way: each chunk writes the bytes of the functions
-it changed into an output file next to the wave file (:func:`output_path`),
-which the parent reads in one go. (Through loky's result pipe, a megabyte
-takes several milliseconds, during which the worker can start nothing else.)
+A second, small file holds one progress slot per worker of the crew (the
+function being run, since when, and by which worker process), written by
+workers and read by the parent to name the function a crashed or timed-out
+worker was running, and to tell a crash of the wave's own from the loss of a
+pool it shared.
 
 The parent removes every file of a wave when the wave ends, however it ends.
 A parent killed outright cannot: each worker watches its parent
-(:func:`watch_parent`) and, once orphaned, removes the files of the wave it
-served and exits.
+(:func:`watch_parent`) and, once orphaned, removes the parent's scratch files
+and exits.
 """
 
 from __future__ import annotations
@@ -52,6 +50,9 @@ class WaveHeader(msgspec.Struct, frozen=True, array_like=True):
     offsets: list[int]  # function i is data[offsets[i]:offsets[i + 1]]
     module_attrs: bytes  # msgpack of the module attributes
     record_instruments: bool  # record nested instrument callbacks for replay
+    digests: list[bytes]  # digest of function i's bytes, b"" where the parent does not know it
+    session: int  # the top-level pass call the wave belongs to (resident functions are tagged with it)
+    cache_budget: int  # encoded bytes of functions a worker may keep resident
 
 
 #: Environment variable naming the directory for scratch files (default: /dev/shm, else the temp directory).
@@ -75,12 +76,19 @@ def write_wave(
     functions: Sequence[bytes],
     module_attrs: bytes,
     record_instruments: bool,
+    digests: list[bytes],
+    session: int,
+    cache_budget: int,
 ) -> str:
     """Write the wave file and return its path (the caller removes it)."""
     offsets = [0]
     for data in functions:
         offsets.append(offsets[-1] + len(data))
-    header = msgspec.msgpack.encode(WaveHeader(passes, context, list(names), offsets, module_attrs, record_instruments))
+    header = msgspec.msgpack.encode(
+        WaveHeader(
+            passes, context, list(names), offsets, module_attrs, record_instruments, digests, session, cache_budget
+        )
+    )
     fd, path = tempfile.mkstemp(prefix=f"parpass-wave-{os.getpid()}-", suffix=".bin", dir=_scratch_dir())
     try:
         with os.fdopen(fd, "wb") as out:
@@ -109,6 +117,12 @@ class WaveFile:
     def function_bytes(self, index: int) -> memoryview:
         offsets = self.header.offsets
         return self._data[offsets[index] : offsets[index + 1]]
+
+    def close(self) -> None:
+        """Unmap the file (views of it still handed out keep the mapping alive until they go)."""
+        with contextlib.suppress(BufferError):  # a slice of it is still alive somewhere: the GC unmaps it
+            self._data.release()
+            self._map.close()
 
 
 class Busy(NamedTuple):
@@ -164,32 +178,6 @@ class ProgressSlots:
         self._map.close()
 
 
-def output_path(wave_path: str, slot: int) -> str:
-    """Where chunk ``slot`` of the wave in ``wave_path`` writes its results."""
-    return f"{wave_path}.{slot}.out"
-
-
-def write_outputs(path: str, blobs: Sequence[bytes]) -> None:
-    """Write the result bytes of one chunk, back to back."""
-    with _writing, open(path, "wb") as out:
-        out.writelines(blobs)
-
-
-def read_outputs(path: str, sizes: Sequence[int]) -> list[bytes]:
-    """The result bytes written by :func:`write_outputs`, cut by their ``sizes``."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    if len(data) != sum(sizes):
-        raise OSError(f"{path}: {len(data)} bytes of results, expected {sum(sizes)}")
-    view = memoryview(data)
-    out = []
-    offset = 0
-    for size in sizes:
-        out.append(bytes(view[offset : offset + size]))
-        offset += size
-    return out
-
-
 def remove(path: str) -> None:
     """Delete a wave or progress file, ignoring one that is already gone."""
     with contextlib.suppress(FileNotFoundError):
@@ -198,8 +186,6 @@ def remove(path: str) -> None:
 
 #: In a worker: the directories of the waves it served, for :func:`watch_parent`.
 _served_dirs: set[str] = set()
-#: Held while a worker writes an output file, and for good by the watcher once the parent is gone.
-_writing = threading.Lock()
 
 
 def watch_parent(parent: int, interval: float = 0.2) -> None:
@@ -208,8 +194,7 @@ def watch_parent(parent: int, interval: float = 0.2) -> None:
     A parent killed outright (SIGTERM without a handler, SIGKILL) removes
     nothing, and loky's idle workers would live on for minutes with queued
     chunks. Every worker removes every scratch file of the parent (their
-    names hold its pid: a wave no worker has opened yet goes too); it writes
-    no file after that, as the lock is never released.
+    names hold its pid: a wave no worker has opened yet goes too).
     ``parent`` comes from the parent itself: one that died while this worker
     was starting is already gone here.
     """
@@ -217,7 +202,6 @@ def watch_parent(parent: int, interval: float = 0.2) -> None:
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(interval)
-        _writing.acquire()
         for where in {*_served_dirs, _scratch_dir()}:
             for path in glob.glob(os.path.join(glob.escape(where), f"parpass-*-{parent}-*")):
                 remove(path)

@@ -1,12 +1,15 @@
-"""What runs inside a worker process: one chunk of a wave.
+"""What runs inside a worker process: a seat of the crew, serving chunks of waves.
 
-A task decodes the functions of its chunk and applies the chain of passes to
-them stage by stage (each pass to every function, as the serial run does),
-recording what each pass call printed, logged, warned or triggered in the
-instruments, and the exception it raised; a function stops at its first error.
-It returns each final function as bytes (nothing when no pass changed it),
-written to the chunk's output file, so the parent never decodes what it does
-not read.
+A worker of the crew (:func:`serve`) connects to the parent and runs the
+chunks it is sent until the parent lets it go. A chunk takes its functions from
+the worker's resident cache when the worker holds them (the executor sends a
+function to the worker that produced it in the previous wave), else decodes
+them from the wave file, and applies the chain of passes stage by stage (each
+pass to every function, as the serial run does), recording what each pass call
+printed, logged, warned or triggered in the instruments, and the exception it
+raised; a function stops at its first error. It sends back each final function
+as bytes (nothing when no pass changed it) with their digest, and keeps the
+final functions resident for the next wave.
 
 The module a pass receives is the module as it was before that pass. For the
 first pass of a chain this is the wave's module; for a later pass of a fused
@@ -20,11 +23,11 @@ from __future__ import annotations
 
 import gc
 import linecache
+import os
 import pickle
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import cloudpickle
 import msgspec
@@ -37,40 +40,25 @@ from parpass.ir.peek import peek_function
 from parpass.ir.serialization import decode_function, encode_function
 from parpass.parallel.capture import Capture, Emission
 from parpass.parallel.pickling import dumps_for_workers
-from parpass.parallel.wave import ProgressSlots, WaveFile, output_path, write_outputs
+from parpass.parallel.protocol import (
+    ChunkDone,
+    Forget,
+    Hello,
+    Result,
+    RunChunk,
+    StageEmissions,
+    Stop,
+    TaskError,
+    WorkerFailure,
+    decode_to_worker,
+    encode,
+)
+from parpass.parallel.resident import ResidentCache, digest_of
+from parpass.parallel.wave import ProgressSlots, WaveFile
 from parpass.transform.context import PassContext
 from parpass.transform.executor import view_reason
 from parpass.transform.pass_info import PassInfo
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note
-
-
-@dataclass
-class TaskError:
-    """An exception raised by a pass on one function, as it crosses back to the parent."""
-
-    stage: int
-    index: int
-    pickled: bytes | None  # the exception itself, when it pickles and unpickles
-    type_name: str
-    message: str
-    traceback: str
-
-
-@dataclass
-class ChunkResult:
-    """Everything one chunk sends back: results, captured output, errors, timings."""
-
-    #: (function index, size of its new bytes in the chunk's output file, or -1 when no pass changed it);
-    #: the file (:func:`~parpass.parallel.wave.output_path`) holds the new bytes back to back
-    results: list[tuple[int, int]] = field(default_factory=list)
-    emissions: list[tuple[int, int, list[Emission]]] = field(default_factory=list)  # (stage, index, ...)
-    errors: list[TaskError] = field(default_factory=list)
-    seconds: float = 0.0
-    #: per stage of a fused chain: functions its module view had to compute by running earlier passes
-    recomputed: list[int] = field(default_factory=list)
-    #: per stage: wall and CPU seconds its pass calls took in this chunk
-    stage_wall: list[float] = field(default_factory=list)
-    stage_cpu: list[float] = field(default_factory=list)
 
 
 class _Recorder(PassInstrument):
@@ -135,11 +123,14 @@ def pack_passes(passes: Sequence[FunctionLevelPass]) -> bytes:
 
 
 class _Wave:
-    """A worker's cached state for one wave: the file, the passes, the context, the stage views."""
+    """A worker's state for one wave: the file, the passes, the context, the stage views."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, cache: ResidentCache) -> None:
         self.file = WaveFile(path)
         header = self.file.header
+        self.session = header.session
+        self.cache = cache
+        cache.resize(header.cache_budget)
         self.passes: list[FunctionLevelPass]
         pickled, sources = cloudpickle.loads(header.passes)
         linecache.cache.update(sources)  # so that a traceback here shows the lines the parent's would
@@ -153,17 +144,44 @@ class _Wave:
         self.attrs = msgspec.msgpack.decode(header.module_attrs)
         self.index = {name: i for i, name in enumerate(header.names)}
         self.recomputed = [0] * len(self.passes)
+        self.hits = self.misses = 0
         self._loading = 0
+        self._inputs: dict[int, BaseFunc] = {}  # the wave's input functions this worker has in hand
         self.views: list[IRModule] = [self._input_view()]
         for stage in range(1, len(self.passes)):
             self.views.append(self._stage_view(stage))
 
+    def digest(self, index: int) -> bytes:
+        """The digest of function ``index``'s bytes (sent by the parent, else computed here)."""
+        known = self.file.header.digests[index]
+        return known if known else digest_of(self.file.function_bytes(index))
+
+    def input(self, index: int) -> BaseFunc:
+        """Function ``index`` as the wave gets it: resident if this worker holds it, else decoded.
+
+        Raises :class:`~parpass.errors.IRFormatError` for bytes that do not decode.
+        """
+        func = self._inputs.get(index)
+        if func is not None:
+            return func
+        digest = self.file.header.digests[index]
+        func = self.cache.get(digest, self.session) if digest else None
+        if func is None:
+            data = self.file.function_bytes(index)
+            func = decode_function(data)
+            self.misses += 1
+            self.cache.put(digest or digest_of(data), func, len(data), self.session)
+        else:
+            self.hits += 1
+        self._inputs[index] = func
+        return func
+
     def _input_view(self) -> IRModule:
-        def data_of(name: str) -> bytes:
-            return self.file.function_bytes(self.index[name])  # type: ignore[return-value]
+        def load(name: str) -> BaseFunc:
+            return self.input(self.index[name])
 
         reason = view_reason(self.passes[0].info.name)
-        return IRModule.from_encoded(self.file.header.names, data_of, self.attrs, read_only=reason)
+        return IRModule.from_loader(self.file.header.names, load, self.attrs, read_only=reason)
 
     def _stage_view(self, stage: int) -> IRModule:
         """The module before pass ``stage``, each function computed from the previous view on demand."""
@@ -194,6 +212,8 @@ class _Wave:
 
     def close(self) -> None:
         self.views.clear()
+        self._inputs.clear()
+        self.file.close()
 
 
 def applies(p: FunctionLevelPass, func: BaseFunc) -> bool:
@@ -201,37 +221,93 @@ def applies(p: FunctionLevelPass, func: BaseFunc) -> bool:
     return p.visits(type(func), func.attrs)
 
 
-_WAVES: dict[str, _Wave] = {}
+class _Seat:
+    """A worker's serving state: its resident functions and the wave it serves now."""
+
+    def __init__(self, seat: int, progress: ProgressSlots) -> None:
+        self.seat = seat
+        self.progress = progress
+        self.cache = ResidentCache(0)
+        self.wave: _Wave | None = None
+
+    def wave_of(self, path: str) -> _Wave:
+        wave = self.wave
+        if wave is None or wave.file.path != path:
+            if wave is not None:  # a worker serves one wave at a time
+                self.wave = None
+                wave.close()
+            wave = self.wave = _Wave(path, self.cache)
+        return wave
+
+    def close(self) -> None:
+        if self.wave is not None:
+            self.wave.close()
+            self.wave = None
+        self.cache.clear()
 
 
-def _wave(path: str) -> _Wave:
-    wave = _WAVES.get(path)
-    if wave is None:
-        for old in list(_WAVES):  # a worker serves one wave at a time
-            _WAVES.pop(old).close()
-        wave = _WAVES[path] = _Wave(path)
-    return wave
+def serve(address: str, authkey: bytes, seat: int, progress_path: str, seats: int, idle: float) -> int:
+    """The task a crew seat runs: serve the parent's chunks on this worker until it stops us.
+
+    Returns the number of chunks served when the parent closes the connection
+    or sends :class:`~parpass.parallel.protocol.Stop`, or after ``idle``
+    seconds without a message (the parent then starts a new crew).
+    """
+    from multiprocessing.connection import Client
+
+    progress = ProgressSlots(progress_path, seats, create=False)
+    state = _Seat(seat, progress)
+    served = 0
+    try:
+        with Client(address, family="AF_UNIX", authkey=authkey) as conn:
+            conn.send_bytes(encode(Hello(seat, os.getpid())))
+            while conn.poll(idle):
+                try:
+                    message = decode_to_worker(conn.recv_bytes())
+                except EOFError:
+                    break
+                if isinstance(message, Stop):
+                    break
+                if isinstance(message, Forget):
+                    state.cache.forget(message.session)
+                    continue
+                conn.send_bytes(encode(_serve_chunk(state, message)))
+                served += 1
+    except (EOFError, ConnectionError):  # the parent went away: nothing left to serve
+        pass
+    finally:
+        state.close()
+        progress.close()
+    return served
 
 
-def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, indices: Sequence[int]) -> ChunkResult:
-    """Apply the wave's chain of passes to the functions ``indices``; the task function of the pool."""
+def _serve_chunk(state: _Seat, message: RunChunk) -> ChunkDone | WorkerFailure:
+    try:
+        return run_chunk(state.wave_of(message.wave), message.indices, state.progress, state.seat)
+    except BaseException as err:  # a wave this worker cannot run at all: the parent reports it
+        if state.wave is not None:
+            state.wave.close()
+            state.wave = None
+        text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+        return WorkerFailure(type(err).__qualname__, _text(err), text)
+
+
+def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot: int) -> ChunkDone:
+    """Apply the wave's chain of passes to the functions ``indices``."""
     start = time.perf_counter()
     gc_was_enabled = gc.isenabled()
     gc.disable()  # setting up and decoding build many small objects: collecting costs several times the work
-    progress: ProgressSlots | None = None
+    out = ChunkDone()
     try:
-        wave = _wave(wave_path)
-        progress = ProgressSlots(progress_path, num_slots, create=False)
-        out = ChunkResult()
-        blobs: list[bytes] = []
         names = wave.file.header.names
         capture, recorder, ctx, views = wave.capture, wave.recorder, wave.ctx, wave.views
         wave.recomputed = [0] * len(wave.passes)
+        wave.hits = wave.misses = 0
         with capture, ctx:
             # Decoded together, then pass by pass, as the serial run goes: a pass's code and data stay
             # in the processor's caches, and the chunk's IR lies together in memory (~10% faster than
             # taking each function through the whole chain in turn).
-            originals = _decode_chunk(wave, indices, progress, slot, out)
+            originals = _inputs(wave, indices, progress, slot, out)
             funcs = list(originals)
             failed = [False] * len(indices)  # a pass raised on it: it goes no further
             changed_by = [0] * len(indices)  # the last stage that returned a new function
@@ -257,52 +333,65 @@ def run_chunk(wave_path: str, progress_path: str, num_slots: int, slot: int, ind
                     finally:
                         recorder.sink = None
                     if sink:
-                        out.emissions.append((stage, index, sink))
+                        out.emissions.append(StageEmissions(stage, index, sink))
                 out.stage_wall.append(time.perf_counter() - stage_start)
                 out.stage_cpu.append(time.process_time() - stage_cpu)
-            for k, index in enumerate(indices):
-                func = funcs[k]
-                if func is None or failed[k]:
-                    continue
-                if func is originals[k]:
-                    out.results.append((index, -1))
-                    continue
-                try:
-                    data = encode_function(func)
-                except Exception as err:  # a value the IR cannot hold: an error of the pass that returned it
-                    stage = changed_by[k]
-                    attach_pass_note(err, wave.passes[stage].info.name, names[index])
-                    out.errors.append(_task_error(stage, index, err))
-                    continue
-                blobs.append(data)
-                out.results.append((index, len(data)))
-        if blobs:
-            write_outputs(output_path(wave_path, slot), blobs)
+            progress.idle(slot)
+            _results(wave, indices, originals, funcs, failed, changed_by, out)
     finally:
+        progress.idle(slot)
         if gc_was_enabled:
             gc.enable()
-        if progress is not None:
-            progress.idle(slot)
-            progress.close()
     out.seconds = time.perf_counter() - start
     out.recomputed = wave.recomputed
+    out.hits, out.misses = wave.hits, wave.misses
     return out
 
 
-def _decode_chunk(
-    wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot: int, out: ChunkResult
+def _results(
+    wave: _Wave,
+    indices: Sequence[int],
+    originals: Sequence[BaseFunc | None],
+    funcs: Sequence[BaseFunc | None],
+    failed: Sequence[bool],
+    changed_by: Sequence[int],
+    out: ChunkDone,
+) -> None:
+    """Encode what the chain changed, keep every final function resident, and list the results."""
+    names = wave.file.header.names
+    cache, session = wave.cache, wave.session
+    for k, index in enumerate(indices):
+        func = funcs[k]
+        if func is None or failed[k]:
+            continue
+        if func is originals[k]:
+            out.results.append(Result(index, None, wave.digest(index)))
+            continue
+        try:
+            data = encode_function(func)
+        except Exception as err:  # a value the IR cannot hold: an error of the pass that returned it
+            stage = changed_by[k]
+            attach_pass_note(err, wave.passes[stage].info.name, names[index])
+            out.errors.append(_task_error(stage, index, err))
+            continue
+        digest = digest_of(data)
+        cache.put(digest, func, len(data), session)
+        out.results.append(Result(index, data, digest))
+
+
+def _inputs(
+    wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot: int, out: ChunkDone
 ) -> list[BaseFunc | None]:
-    """The functions ``indices``, decoded; None for bytes that do not decode (a module can hold such bytes
-    unread, e.g. after a load with ``validate=False``), reported as the function's error in the first pass
-    that visits it, where the serial run meets it."""
+    """The functions ``indices``, resident or decoded; None for bytes that do not decode (a module can hold
+    such bytes unread, e.g. after a load with ``validate=False``), reported as the function's error in the
+    first pass that visits it, where the serial run meets it."""
     funcs: list[BaseFunc | None] = []
     for index in indices:
         progress.start(slot, index)
-        data = wave.file.function_bytes(index)
         try:
-            funcs.append(decode_function(data))
+            funcs.append(wave.input(index))
         except IRFormatError as err:
-            kind, attrs = peek_function(data)
+            kind, attrs = peek_function(wave.file.function_bytes(index))
             stage = next((s for s, p in enumerate(wave.passes) if p.visits(kind, attrs)), 0)
             out.errors.append(_task_error(stage, index, err))
             funcs.append(None)
@@ -327,12 +416,10 @@ def warm_up(pause: float = 0.0) -> int:
 
     ``pause`` keeps the worker busy a moment, so that each of several warm-up tasks lands on its own worker.
     """
-    import os
-
     import parpass  # noqa: F401  (the standard passes and options a pass may look up)
 
     time.sleep(pause)
     return os.getpid()
 
 
-__all__ = ["ChunkResult", "TaskError", "applies", "pack_passes", "run_chunk", "warm_up"]
+__all__ = ["applies", "pack_passes", "run_chunk", "serve", "warm_up"]

@@ -1,0 +1,201 @@
+"""A crew: every worker of a pool serving its own connection, so the executor can choose who runs what.
+
+loky hands a task to whichever worker is free, through one shared call queue:
+good for balance, but a worker cannot be asked for by name, and the executor
+needs exactly that to send a function to the worker that holds it decoded. A
+crew keeps one long-lived task per worker of the pool (:func:`~parpass.parallel.worker.serve`),
+each connected to the parent by its own socket: the parent sends a chunk to
+the seat it chooses (affinity) and reads each seat's answers as they come.
+The pool stays loky's (start-up, death detection, clean-up); the crew only
+keeps the workers busy listening while waves need them, and lets them go
+(back to the pool) when it closes or after ``idle`` seconds without work.
+
+A worker that dies takes the whole pool down (loky's rule): the crew is then
+lost, and :meth:`Crew.lost` says which workers died on their own, as
+:class:`~parpass.parallel.backend.PoolLost` does for plain tasks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection, Listener
+from multiprocessing.connection import wait as wait_ready
+from typing import TYPE_CHECKING
+
+from parpass.parallel.protocol import FromWorker, Hello, RunChunk, Stop, ToWorker, decode_from_worker, encode
+from parpass.parallel.wave import Busy, ProgressSlots, remove
+
+if TYPE_CHECKING:
+    from parpass.parallel.backend import PoolLost, Task
+
+#: Seconds to wait for every seat of a new crew to connect (workers are started first: only a stuck
+#: system gets near).
+_CONNECT_WAIT = 60.0
+#: Seconds to wait for the tasks of a lost crew to settle (loky fails them within milliseconds).
+_SETTLE_WAIT = 10.0
+
+
+class CrewLost(Exception):
+    """The crew's pool was lost, or a seat left; :attr:`lost` holds the pool's :class:`PoolLost` if any."""
+
+    def __init__(self, message: str, lost: PoolLost | None = None) -> None:
+        super().__init__(message)
+        self.lost = lost
+
+
+def _address() -> str:
+    """A fresh socket address: in Linux's abstract namespace (no file to clean up), else a short path."""
+    name = f"parpass-crew-{os.getpid()}-{os.urandom(6).hex()}"
+    if sys.platform.startswith("linux"):
+        return "\0" + name
+    return os.path.join(tempfile.gettempdir(), name)
+
+
+class Crew:
+    """``size`` seats, one per worker of a pool of ``size`` workers (see the module docstring).
+
+    ``submit(size, fn, *args)`` runs a task on that pool (a backend's submission).
+    """
+
+    def __init__(self, submit: Callable[..., Task], size: int, idle: float) -> None:
+        from parpass.parallel.worker import serve
+
+        self.size = size
+        self.idle = idle
+        self.last_used = time.monotonic()
+        self.closed = False
+        self._conns: list[Connection | None] = [None] * size
+        self.pids = [0] * size
+        self._by_conn: dict[Connection, int] = {}
+        #: which seat holds (resident) the function of each digest, as far as the executor knows
+        self.owners: dict[bytes, int] = {}
+        authkey = os.urandom(32)
+        self._address = _address()
+        self._listener = Listener(self._address, family="AF_UNIX", authkey=authkey)
+        self.progress = ProgressSlots.create(size)
+        self.tasks: list[Task] = []
+        try:
+            for seat in range(size):
+                self.tasks.append(
+                    submit(size, serve, self._address, authkey, seat, self.progress.path, size, idle)
+                )
+            self.generation = self.tasks[0].generation
+            self._connect()
+        except BaseException:
+            self.close()
+            raise
+
+    def _connect(self) -> None:
+        """Accept a connection from every seat (in a thread: a listener has no timeout), or fail."""
+        accepted: list[Connection] = []
+        failure: list[BaseException] = []
+
+        def accept() -> None:
+            try:
+                for _ in range(self.size):
+                    accepted.append(self._listener.accept())
+            except BaseException as err:  # closed under us (a task failed), or a bad handshake
+                failure.append(err)
+
+        thread = threading.Thread(target=accept, name="parpass-crew-accept", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + _CONNECT_WAIT
+        while thread.is_alive():
+            thread.join(0.01)
+            failed = next((t for t in self.tasks if t.done()), None)
+            if failed is not None or time.monotonic() > deadline:
+                self._listener.close()  # ends the accept thread
+                thread.join(_SETTLE_WAIT)
+                for conn in accepted:
+                    conn.close()
+                error = failed.exception() if failed is not None else None
+                raise CrewLost(f"a crew of {self.size} workers could not start: {error or 'timed out'}", _lost(error))
+        if failure:
+            raise CrewLost(f"a crew of {self.size} workers could not start: {failure[0]}")
+        for conn in accepted:
+            hello = decode_from_worker(conn.recv_bytes())
+            assert isinstance(hello, Hello)
+            self._conns[hello.seat] = conn
+            self.pids[hello.seat] = hello.pid
+            self._by_conn[conn] = hello.seat
+        self._listener.close()
+        remove(self.progress.path)  # every seat has it mapped: no file need outlive the crew's start
+
+    def alive(self) -> bool:
+        """Whether every seat is still connected and serving (not idled out, not lost)."""
+        if self.closed or any(t.done() for t in self.tasks):
+            return False
+        return time.monotonic() - self.last_used < 0.8 * self.idle
+
+    def send(self, seat: int, message: ToWorker) -> None:
+        conn = self._conns[seat]
+        if conn is None:
+            raise CrewLost(f"crew seat {seat} is gone")
+        try:
+            conn.send_bytes(encode(message))
+        except (OSError, ValueError) as err:
+            raise self._loss(f"crew seat {seat} could not be reached: {err}") from err
+
+    def run(self, seat: int, wave: str, indices: list[int]) -> None:
+        """Send seat ``seat`` a chunk of the wave in file ``wave``."""
+        self.send(seat, RunChunk(wave, indices))
+
+    def receive(self, timeout: float) -> list[tuple[int, FromWorker]]:
+        """The answers that arrive within ``timeout`` seconds, as (seat, message); raises :class:`CrewLost`."""
+        conns = [c for c in self._conns if c is not None]
+        ready = wait_ready(conns, timeout)
+        out: list[tuple[int, FromWorker]] = []
+        for conn in ready:
+            assert isinstance(conn, Connection)
+            seat = self._by_conn[conn]
+            try:
+                data = conn.recv_bytes()
+            except (EOFError, OSError) as err:
+                raise self._loss(f"crew seat {seat} (worker {self.pids[seat]}) closed its connection") from err
+            out.append((seat, decode_from_worker(data)))
+        self.last_used = time.monotonic()
+        return out
+
+    def running(self) -> list[Busy]:
+        """What each busy seat is running now (its progress slot), and for how long."""
+        return self.progress.running()
+
+    def _loss(self, message: str) -> CrewLost:
+        """The :class:`CrewLost` for a seat that went away: waits until the pool's tasks settle, so that
+        the error carries the pool's account of which workers died on their own."""
+        deadline = time.monotonic() + _SETTLE_WAIT
+        for task in self.tasks:
+            with contextlib.suppress(Exception):
+                task.exception(timeout=max(0.0, deadline - time.monotonic()))
+        lost = next((_lost(t.exception()) for t in self.tasks if t.done() and t.exception() is not None), None)
+        return CrewLost(message, lost)
+
+    def close(self) -> None:
+        """Let the seats go (their workers return to the pool) and remove the crew's files."""
+        if self.closed:
+            return
+        self.closed = True
+        for conn in self._conns:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.send_bytes(encode(Stop()))
+                with contextlib.suppress(Exception):
+                    conn.close()
+        with contextlib.suppress(Exception):
+            self._listener.close()
+        if not self._address.startswith("\0"):
+            remove(self._address)
+        self.progress.close()
+        remove(self.progress.path)
+
+
+def _lost(error: BaseException | None) -> PoolLost | None:
+    from parpass.parallel.backend import PoolLost
+
+    return error if isinstance(error, PoolLost) else None

@@ -1,0 +1,117 @@
+"""The messages between the parent and its resident workers, as typed msgspec structs.
+
+Every message is one msgpack frame on the worker's own connection. The parent
+sends :class:`RunChunk` (run the chain of a wave on some functions),
+:class:`Forget` (drop what a finished session left resident) and
+:class:`Stop`; a worker answers each chunk with :class:`ChunkDone`, or with
+:class:`WorkerFailure` when it could not run the wave at all (its passes did
+not unpickle, say). What a pass emitted is carried as
+:class:`~parpass.parallel.capture.Emission` lists; an exception a pass raised,
+as :class:`TaskError`.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+
+from parpass.parallel.capture import Emission
+
+
+class RunChunk(msgspec.Struct, tag="chunk", array_like=True):
+    """Apply the chain of the wave in file ``wave`` to the functions ``indices`` (module order indices)."""
+
+    wave: str
+    indices: list[int]
+
+
+class Forget(msgspec.Struct, tag="forget", array_like=True):
+    """Drop the resident functions last used by session ``session``."""
+
+    session: int
+
+
+class Stop(msgspec.Struct, tag="stop", array_like=True):
+    """End the worker's serving loop (the worker process itself stays in its pool)."""
+
+
+ToWorker = Union[RunChunk, Forget, Stop]
+
+
+class Hello(msgspec.Struct, tag="hello", array_like=True):
+    """The first frame of a worker: which crew seat it took, and its process id."""
+
+    seat: int
+    pid: int
+
+
+class TaskError(msgspec.Struct, array_like=True):
+    """An exception raised by a pass on one function, as it crosses back to the parent."""
+
+    stage: int
+    index: int
+    pickled: bytes | None  # the exception itself, when it pickles and unpickles
+    type_name: str
+    message: str
+    traceback: str
+
+
+class Result(msgspec.Struct, array_like=True):
+    """One function's outcome: its new bytes (None when no pass changed it) and the digest of its bytes."""
+
+    index: int
+    data: bytes | None
+    digest: bytes
+
+
+class StageEmissions(msgspec.Struct, array_like=True):
+    """What pass ``stage`` emitted while it ran on function ``index``."""
+
+    stage: int
+    index: int
+    emissions: list[Emission]
+
+
+class ChunkDone(msgspec.Struct, tag="done", array_like=True):
+    """Everything one chunk sends back: results, captured output, errors, timings, cache use."""
+
+    results: list[Result] = []
+    emissions: list[StageEmissions] = []
+    errors: list[TaskError] = []
+    seconds: float = 0.0
+    #: per stage of a fused chain: functions its module view had to compute by running earlier passes
+    recomputed: list[int] = []
+    #: per stage: wall and CPU seconds its pass calls took in this chunk
+    stage_wall: list[float] = []
+    stage_cpu: list[float] = []
+    #: functions found resident (not decoded), and decoded from bytes
+    hits: int = 0
+    misses: int = 0
+
+
+class WorkerFailure(msgspec.Struct, tag="failure", array_like=True):
+    """The worker could not run the chunk at all (not an error of a pass on a function)."""
+
+    type_name: str
+    message: str
+    traceback: str
+
+
+FromWorker = Union[Hello, ChunkDone, WorkerFailure]
+
+_encoder = msgspec.msgpack.Encoder()
+_to_worker = msgspec.msgpack.Decoder(ToWorker)
+_from_worker = msgspec.msgpack.Decoder(FromWorker)
+
+
+def encode(message: ToWorker | FromWorker) -> bytes:
+    return _encoder.encode(message)
+
+
+def decode_to_worker(data: bytes) -> ToWorker:
+    return _to_worker.decode(data)
+
+
+def decode_from_worker(data: bytes) -> FromWorker:
+    return _from_worker.decode(data)

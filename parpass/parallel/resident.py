@@ -1,0 +1,82 @@
+"""The functions a worker keeps decoded between waves, keyed by the digest of their bytes.
+
+Within a pipeline run, the function a worker produced (or decoded) in one wave
+is usually what the next wave sends it: the executor sends a function to the
+worker that holds it, so that worker skips decoding. The key is a digest of
+the function's encoded bytes, so a function is found only if it is exactly
+what the parent holds: anything else (evicted, another worker's, changed in
+the parent) is decoded from the wave's bytes as before. The cache is bounded
+by the encoded size of what it holds (the decoded form takes about 5x that);
+the least recently used functions go first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from typing import NamedTuple
+
+from parpass.ir.node import BaseFunc
+
+#: Bytes of a digest (blake2b): a collision would hand a worker the wrong function.
+DIGEST_SIZE = 16
+
+
+def digest_of(data: bytes | memoryview) -> bytes:
+    """The content digest of a function's encoded bytes."""
+    return hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest()
+
+
+class _Entry(NamedTuple):
+    func: BaseFunc
+    size: int  # encoded bytes
+    session: int  # the session that last used it
+
+
+class ResidentCache:
+    """Decoded functions by digest, at most ``budget`` encoded bytes of them (least recently used out first)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.size = 0
+        self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, digest: bytes, session: int) -> BaseFunc | None:
+        entry = self._entries.get(digest)
+        if entry is None:
+            return None
+        self._entries.move_to_end(digest)
+        if entry.session != session:
+            self._entries[digest] = entry._replace(session=session)
+        return entry.func
+
+    def put(self, digest: bytes, func: BaseFunc, size: int, session: int) -> None:
+        """Keep ``func`` (``size`` encoded bytes) under ``digest``, evicting what no longer fits."""
+        if size > self.budget:
+            return
+        old = self._entries.pop(digest, None)
+        if old is not None:
+            self.size -= old.size
+        self._entries[digest] = _Entry(func, size, session)
+        self.size += size
+        while self.size > self.budget:
+            _, evicted = self._entries.popitem(last=False)
+            self.size -= evicted.size
+
+    def resize(self, budget: int) -> None:
+        self.budget = budget
+        while self.size > self.budget and self._entries:
+            _, evicted = self._entries.popitem(last=False)
+            self.size -= evicted.size
+
+    def forget(self, session: int) -> None:
+        """Drop every function last used by ``session``."""
+        for digest in [d for d, e in self._entries.items() if e.session == session]:
+            self.size -= self._entries.pop(digest).size
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.size = 0
