@@ -10,7 +10,7 @@ from parpass.instrument.printing import (
     PrintIRAfter,
     PrintIRBefore,
 )
-from parpass.instrument.timing import PassTiming, PassTimingInstrument, render_timings
+from parpass.instrument.timing import PassTiming, PassTimingInstrument, render_timing_report, render_timings
 from parpass.instrument.well_formed import WellFormedInstrument
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "PrintIRBefore",
     "WellFormedInstrument",
     "pass_instrument",
+    "render_timing_report",
     "render_timings",
     "same_fingerprint",
 ]

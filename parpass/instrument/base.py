@@ -17,9 +17,21 @@ of ``run_after_pass`` when the pass raised, or when an instrument's
 ``run_before_pass`` was called and whose ``run_after_pass`` did not complete), so
 that an instrument that pairs before/after (timing, change printing) can close
 its record. It is not part of the TVM trace and the default does nothing.
+``on_pass_timing(info, timing, fused)``, also a parpass addition, is called just
+before ``run_after_pass`` of a function-level pass with the time the executor
+measured for it (wall and CPU seconds summed over the processes that ran it).
 
 The modules given to the callbacks are read-only views: an instrument cannot
 change the IR the passes work on.
+
+An instrument that never reads those modules says so with the class attribute
+``reads_module = False``; then, unless it overrides ``should_run`` (a veto
+cannot be honoured inside a fused chain), a Sequential may still run
+consecutive function-level passes as one fused chain (one round trip to the
+workers), and calls the callbacks of each pass of the chain exactly as a
+pass-by-pass run would, in the same order. What such an instrument is given is
+then not the module before or after that pass: every callback of a pass in a
+fused chain gets the module the chain started from.
 """
 
 from __future__ import annotations
@@ -27,13 +39,14 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 if TYPE_CHECKING:
     from parpass.ir.module import IRModule
+    from parpass.transform.executor import StageTiming
     from parpass.transform.pass_info import PassInfo
 
-__all__ = ["PassInstrument", "pass_instrument", "same_fingerprint"]
+__all__ = ["PassInstrument", "keeps_fusion", "pass_instrument", "same_fingerprint"]
 
 
 def same_fingerprint(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
@@ -50,6 +63,12 @@ class PassInstrument:
     decorator on a plain class that defines only the callbacks it needs;
     subclassing works too.
     """
+
+    #: Whether the callbacks read the modules they are given. True (the default) keeps TVM's exact
+    #: semantics: every pass runs on its own, and each callback gets the module before or after its
+    #: pass. An instrument that never reads them sets False, so that passes can still be fused; each
+    #: callback of a pass in a fused chain then gets the module the chain started from.
+    reads_module: ClassVar[bool] = True
 
     @property
     def name(self) -> str:
@@ -79,8 +98,25 @@ class PassInstrument:
         before this instrument's ``run_after_pass`` completed.
         """
 
+    def on_pass_timing(self, info: PassInfo, timing: StageTiming, fused: bool) -> None:
+        """Called just before ``run_after_pass`` of a function-level pass with the time the executor measured.
+
+        ``timing.wall`` and ``timing.cpu`` are seconds summed over the processes that
+        ran the pass (the workers, or this process). ``fused`` says that the pass ran
+        as one stage of a fused chain, so that no time of its own elapsed in this
+        process between its ``run_before_pass`` and ``run_after_pass``. Not called
+        when the executor reported nothing (a pass that raised, an executor without
+        a chain observer). Not part of the TVM trace; the default does nothing.
+        """
+
     def __repr__(self) -> str:
         return f"<{self.name}>"
+
+
+def keeps_fusion(pi: PassInstrument) -> bool:
+    """Whether ``pi`` lets a Sequential fuse passes: it reads no module and cannot veto a pass."""
+    vetoes = type(pi).should_run is not PassInstrument.should_run or "should_run" in getattr(pi, "__dict__", {})
+    return pi.reads_module is False and not vetoes
 
 
 def _wrap_class_pass_instrument(pi_cls: type) -> type[PassInstrument]:
@@ -118,7 +154,9 @@ def pass_instrument(pi_cls: type | None = None) -> Any:
 
     The class defines any of ``enter_pass_ctx``, ``exit_pass_ctx``, ``should_run``,
     ``run_before_pass``, ``run_after_pass`` (and ``on_pass_error``); the others
-    keep the do-nothing defaults. Usable as ``@pass_instrument`` or ``@pass_instrument()``.
+    keep the do-nothing defaults; ``reads_module = False`` in the class body says that
+    its callbacks never read the modules they get (see :class:`PassInstrument`).
+    Usable as ``@pass_instrument`` or ``@pass_instrument()``.
     """
 
     def create(cls: type) -> type[PassInstrument]:

@@ -20,6 +20,7 @@ from parpass.transform.pass_info import PassInfo, check_opt_level, check_pass_na
 
 if TYPE_CHECKING:
     from parpass.ir.module import IRModule
+    from parpass.transform.executor import StageTiming
 
 __all__ = ["PassContext", "PassContextSnapshot"]
 
@@ -244,18 +245,25 @@ class PassContext:
                     raise
         return run
 
-    def instrument_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+    def instrument_after_pass(
+        self, mod: IRModule, info: PassInfo, timing: StageTiming | None = None, fused: bool = False
+    ) -> None:
         """TVM's ``InstrumentAfterPass``: every instrument's ``run_after_pass``, in order.
 
-        An exception propagates at once; the instruments whose ``run_after_pass``
-        did not complete (the failing one and those after it) get ``on_pass_error``
-        first, so that what they opened in ``run_before_pass`` is closed.
+        With ``timing`` (what the executor measured of a function-level pass),
+        each instrument's ``on_pass_timing(info, timing, fused)`` comes just before
+        its ``run_after_pass``. An exception propagates at once; the instruments
+        whose ``run_after_pass`` did not complete (the failing one and those after
+        it) get ``on_pass_error`` first, so that what they opened in
+        ``run_before_pass`` is closed.
         """
         instruments = self._instruments
         if instruments:
             view = mod.read_only_view(_VIEW_REASON)
             for index, pi in enumerate(instruments):
                 try:
+                    if timing is not None:
+                        pi.on_pass_timing(info, timing, fused)
                     pi.run_after_pass(view, info)
                 except BaseException as err:
                     _pass_error(instruments[index:], view, info, err)

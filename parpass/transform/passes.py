@@ -9,6 +9,7 @@ disabled_pass check; only a Sequential applies those to the passes it holds).
 from __future__ import annotations
 
 import abc
+import functools
 import importlib
 import inspect
 import sys
@@ -17,16 +18,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from parpass.errors import ParpassError, unknown_name
-from parpass.instrument.base import same_fingerprint
+from parpass.instrument.base import keeps_fusion, same_fingerprint
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
 from parpass.ir.relax import Function
 from parpass.ir.tir import PrimFunc
+from parpass.transform.config import register_config_option
 from parpass.transform.context import PassContext
-from parpass.transform.executor import get_function_pass_executor
+from parpass.transform.executor import ChainObserver, FunctionPassExecutor, StageTiming, get_function_pass_executor
 from parpass.transform.pass_info import PassInfo
 
 __all__ = [
+    "FUSE_PASSES",
     "NOTE_PREFIX",
     "FunctionLevelPass",
     "FunctionPass",
@@ -41,6 +44,17 @@ __all__ = [
 
 #: Every note parpass attaches to an exception starts with this; an exception carries at most one.
 NOTE_PREFIX = "parpass: raised in pass "
+
+#: The config key that lets a Sequential fuse consecutive function-level passes (on by default).
+FUSE_PASSES = "parpass.fuse_passes"
+
+register_config_option(
+    FUSE_PASSES,
+    bool,
+    default=True,
+    doc="Let a Sequential run consecutive function-level passes as one fused chain (one wave, one round trip "
+    "to the workers) when no instrument reads the modules; False runs every pass as its own wave.",
+)
 
 
 class PassDependencyError(ParpassError, ValueError):
@@ -125,16 +139,20 @@ class Pass(abc.ABC):
         if not ctx.instrument_before_pass(mod, info):
             return mod
         try:
-            ret = self._execute(mod, ctx)
+            ret, timing = self._execute_timed(mod, ctx)
         except BaseException as err:
             ctx.instrument_pass_error(mod, info, err)
             raise
-        ctx.instrument_after_pass(ret, info)
+        ctx.instrument_after_pass(ret, info, timing)
         return ret
 
     @abc.abstractmethod
     def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
         """The pass body, without instruments; returns a new module and never changes ``mod``."""
+
+    def _execute_timed(self, mod: IRModule, ctx: PassContext) -> tuple[IRModule, StageTiming | None]:
+        """:meth:`_execute`, with the time an executor measured for it (None: this process's own clock says)."""
+        return self._execute(mod, ctx), None
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         # A decorated module-level function became this pass under the function's own name, so the
@@ -255,11 +273,91 @@ class FunctionLevelPass(Pass):
     def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
         return _run_chain((self,), mod, ctx)
 
+    def _execute_timed(self, mod: IRModule, ctx: PassContext) -> tuple[IRModule, StageTiming | None]:
+        """The body run by the executor, which also says how long it took, where instruments may want to know.
 
-def _run_chain(passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
+        The executor's time is the workers' when the pass ran there (summed over
+        them), not this process's wait; an executor that takes no chain observer,
+        or a subclass with a body of its own, reports nothing.
+        """
+        if not ctx.instruments or type(self)._execute is not FunctionLevelPass._execute:
+            return self._execute(mod, ctx), None
+        if not _takes_observer(get_function_pass_executor()):
+            return self._execute(mod, ctx), None
+        measured = _StageTime()
+        return _run_chain((self,), mod, ctx, measured), measured.timing
+
+
+class _StageTime:
+    """A chain observer that keeps the time of the one pass of a chain (the executor's measure)."""
+
+    __slots__ = ("timing",)
+
+    def __init__(self) -> None:
+        self.timing: StageTiming | None = None
+
+    def before_stage(self, stage: int) -> None:
+        pass
+
+    def after_stage(self, stage: int, timing: StageTiming) -> None:
+        self.timing = timing
+
+    def stage_failed(self, stage: int, error: BaseException) -> None:
+        pass
+
+
+class _ChainCallbacks:
+    """Drives the instruments around the passes of a fused chain, as a pass-by-pass run calls them.
+
+    For each pass, in chain order: ``should_run`` and ``run_before_pass`` (through
+    ``instrument_before_pass``) before anything the pass emits, then
+    ``on_pass_timing`` with the executor's time and ``run_after_pass``, or
+    ``on_pass_error``. Every callback gets ``mod``, the module the chain started
+    from: the instruments promised not to read it (``reads_module`` is False).
+    """
+
+    __slots__ = ("_ctx", "_infos", "_mod")
+
+    def __init__(self, ctx: PassContext, chain: Sequence[FunctionLevelPass], mod: IRModule) -> None:
+        self._ctx = ctx
+        self._infos = [p.info for p in chain]
+        self._mod = mod
+
+    def before_stage(self, stage: int) -> None:
+        info = self._infos[stage]
+        if not self._ctx.instrument_before_pass(self._mod, info):
+            # keeps_fusion() admits no instrument that can veto; a veto here could not be honoured.
+            raise RuntimeError(f"an instrument vetoed pass {info.name!r} inside a fused chain, which cannot skip it")
+
+    def after_stage(self, stage: int, timing: StageTiming) -> None:
+        self._ctx.instrument_after_pass(self._mod, self._infos[stage], timing, fused=True)
+
+    def stage_failed(self, stage: int, error: BaseException) -> None:
+        self._ctx.instrument_pass_error(self._mod, self._infos[stage], error)
+
+
+@functools.lru_cache(maxsize=64)
+def _run_takes_observer(run: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(run).parameters
+    except (TypeError, ValueError):
+        return False
+    return "observer" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _takes_observer(executor: FunctionPassExecutor) -> bool:
+    """Whether ``executor.run`` takes a chain observer (executors written before it existed do not)."""
+    run = executor.run
+    return _run_takes_observer(getattr(run, "__func__", run))
+
+
+def _run_chain(
+    passes: Sequence[FunctionLevelPass], mod: IRModule, ctx: PassContext, observer: ChainObserver | None = None
+) -> IRModule:
     """Hand ``passes`` to the installed executor; check that it kept its side of the contract."""
     executor = get_function_pass_executor()
-    ret = executor.run(passes, mod, ctx)
+    # An executor written before chain observers existed takes (passes, mod, ctx) only.
+    ret = executor.run(passes, mod, ctx) if observer is None else executor.run(passes, mod, ctx, observer=observer)
     if not isinstance(ret, IRModule):
         raise TypeError(f"the function pass executor {executor!r} returned {type(ret).__name__}, not an IRModule")
     if ret is mod:
@@ -283,6 +381,21 @@ class PrimFuncPass(FunctionLevelPass):
 
 def _fusable(p: Pass) -> bool:
     return isinstance(p, FunctionLevelPass) and type(p)._execute is FunctionLevelPass._execute
+
+
+def _may_fuse(ctx: PassContext) -> bool:
+    """Whether a Sequential may hand consecutive function-level passes to the executor as one chain.
+
+    With ``parpass.fuse_passes`` on: always without instruments; with them, when
+    none reads the modules or may veto a pass (:func:`keeps_fusion`) and the
+    executor takes the chain observer that calls them pass by pass.
+    """
+    if not ctx.config[FUSE_PASSES]:
+        return False
+    instruments = ctx.instruments
+    if not instruments:
+        return True
+    return all(keeps_fusion(pi) for pi in instruments) and _takes_observer(get_function_pass_executor())
 
 
 class _RequiredRuns:
@@ -362,10 +475,15 @@ class Sequential(Pass):
     passes run whatever the opt_level and disabled_pass (as in TVM); the
     context's instruments may still veto them.
 
-    When the context has no instruments, a run of consecutive enabled
-    function-level passes without ``required`` is handed to the executor as
-    one chain (the instrument trace is empty either way, and a chain means
-    exactly the passes run one after the other).
+    A run of consecutive enabled function-level passes without ``required``
+    is handed to the executor as one chain (one wave: a chain means exactly
+    the passes run one after the other) when the config ``parpass.fuse_passes``
+    is on (the default) and the context has no instruments, or only
+    instruments that read no module and cannot veto (``reads_module`` False,
+    ``should_run`` not overridden). The executor then says where each pass
+    of the chain begins and ends, and the instruments get the callbacks of
+    every pass in the order a pass-by-pass run gives them (the module they
+    get is the one the chain started from), and the executor's time for it.
     """
 
     _kind = "Sequential"
@@ -417,7 +535,7 @@ class Sequential(Pass):
                 continue
             if info.required:
                 mod = self._run_required(info, mod, ctx, state)
-            elif not ctx.instruments and _fusable(p):
+            elif _fusable(p) and _may_fuse(ctx):
                 chain: list[FunctionLevelPass] = [p]  # type: ignore[list-item]
                 j = i + 1
                 while j < n:
@@ -428,7 +546,8 @@ class Sequential(Pass):
                         chain.append(q)  # type: ignore[arg-type]
                     j += 1
                 if len(chain) > 1:
-                    mod = _run_chain(chain, mod, ctx)
+                    observer = _ChainCallbacks(ctx, chain, mod) if ctx.instruments else None
+                    mod = _run_chain(chain, mod, ctx, observer)
                     i = j
                     continue
             mod = _run_nested(p, mod, ctx, state) if isinstance(p, Sequential) else p._run(mod, ctx)
