@@ -1,18 +1,26 @@
-"""``parpass bench``: the default pipeline in-process and on worker processes, pass by pass.
+"""``parpass bench``: the default pipeline in-process and on worker processes, pass by pass and fused.
 
 Generates a :func:`~parpass.testing.random_module`, runs the pipeline on it
 in-process (``parpass.num_workers=1``) and with each worker count, checks the
 outputs are byte-identical, and prints per pass the in-process time, the
 parallel time, the speedup and the parallel efficiency (speedup divided by the
 workers that can actually run at once: ``min(workers, usable cores)``), then
-the total and the parent's own overhead per function (serializing, shipping
-and merging, from the executor's wave statistics).
+three totals, the parent's own overhead per function (serializing, shipping
+and merging, from the executor's wave statistics), and the parent's serial
+share of the pass-by-pass runs with the speedup Amdahl's law bounds it to on
+more workers (a projection, not a measurement).
 
-Each run starts from a module freshly decoded from bytes (as if read from a
-file), with a :class:`~parpass.instrument.PassTimingInstrument` installed; with
-an instrument present the executor runs pass by pass (it does not fuse
-consecutive passes), which is what a per-pass table needs. The worker pool is
-started and warmed up (on a small module) before anything is timed.
+Each configuration runs the pipeline three ways, each from a module freshly
+decoded from bytes (as if read from a file):
+
+* pass by pass: fusion off (``parpass.fuse_passes=False``: every pass is its
+  own wave), with a :class:`~parpass.instrument.PassTimingInstrument`, whose
+  per-pass times are the table's rows;
+* fused with the timing instrument (it reads no module, so the pipeline runs
+  fused; its per-pass times are the executor's, summed over the workers);
+* fused without instruments, as users run it.
+
+The worker pool is started and warmed up (on a small module) before anything is timed.
 """
 
 from __future__ import annotations
@@ -50,8 +58,10 @@ _DESCRIPTION = """\
 Time a pass pipeline (the default pipeline unless --pipeline) on a random module of
 thousands of functions, in-process and on worker processes; check that the outputs are
 byte-identical; print per pass the in-process time, the parallel time, the speedup and the
-parallel efficiency (speedup / min(workers, usable cores)), then the total and the parent's
-own overhead per function. Exit status 1 if the outputs differ.
+parallel efficiency (speedup / min(workers, usable cores)), then three totals (pass by pass;
+fused with the timing instrument; fused without instruments), the parent's own overhead per
+function, and its serial share with the Amdahl projection on 16 and 64 workers. Exit status 1
+if the outputs differ.
 
 examples:
   parpass bench
@@ -62,8 +72,14 @@ examples:
 #: How to get matplotlib for ``--plot`` (the README says the same).
 PLOT_INSTALL_HINT = 'pip install matplotlib, or pip install ".[plot]" in a parpass checkout'
 
-#: Config options bench sets itself.
-_RESERVED = ("parpass.num_workers",)
+#: Config options bench sets itself, and what to do instead of setting them.
+_RESERVED = {
+    "parpass.num_workers": "use --workers",
+    "parpass.fuse_passes": "it runs the pipeline both pass by pass and fused",
+}
+
+#: The worker counts the Amdahl projection is printed for.
+AMDAHL_WORKERS = (16, 64)
 
 
 def worker_list(text: str) -> list[int]:
@@ -125,7 +141,13 @@ def add_parser(subparsers: Any) -> None:
 
 @dataclass
 class Run:
-    """One timed configuration: the pipeline pass by pass (instrumented), then as users run it (fused)."""
+    """One timed configuration: the pipeline pass by pass (fusion off, timing instrument: ``wall``, ``rows``,
+    ``waves``), fused with the timing instrument (``timed_*``), and fused without instruments (``fused_*``).
+
+    ``timed_rows`` holds, per pass, the ``(wall, cpu)`` seconds the timing
+    instrument reported in the fused run (for a function-level pass, summed over
+    the processes that ran it).
+    """
 
     workers: int
     wall: float
@@ -135,6 +157,9 @@ class Run:
     fused_wall: float = 0.0
     fused_waves: list[dict[str, Any]] = field(default_factory=list)
     identical: bool = True
+    timed_wall: float = 0.0
+    timed_waves: list[dict[str, Any]] = field(default_factory=list)
+    timed_rows: dict[tuple[str, ...], tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -161,9 +186,15 @@ def timing_rows(roots: Sequence[PassTiming], seq_names: set[str]) -> list[tuple[
 
     A key is the path of names from the top with, at each level, how many
     earlier siblings had the same name (so a pass that runs twice gives two
-    rows). Passes nested inside other passes are not rows.
+    rows). Passes nested inside other passes are not rows. ``seconds`` is the
+    pass's total (TVM's figure: the time it took in this process).
     """
-    out: list[tuple[tuple[str, ...], int, float]] = []
+    return [(key, depth, node.total) for key, depth, node in timing_nodes(roots, seq_names)]
+
+
+def timing_nodes(roots: Sequence[PassTiming], seq_names: set[str]) -> list[tuple[tuple[str, ...], int, PassTiming]]:
+    """:func:`timing_rows` with each row's whole :class:`~parpass.instrument.PassTiming` (wall and CPU too)."""
+    out: list[tuple[tuple[str, ...], int, PassTiming]] = []
     stack: list[tuple[tuple[str, ...], int, PassTiming]] = []
 
     def push(children: Sequence[PassTiming], prefix: tuple[str, ...], depth: int) -> None:
@@ -181,7 +212,7 @@ def timing_rows(roots: Sequence[PassTiming], seq_names: set[str]) -> list[tuple[
         push(roots, (), 0)
     while stack:
         key, depth, node = stack.pop()
-        out.append((key, depth, node.total))
+        out.append((key, depth, node))
         if node.name in seq_names:
             push(node.children, key, depth + 1)
     return out
@@ -198,17 +229,12 @@ def _new_waves(marker: object) -> list[Any]:
 
 
 def _wave_dict(w: Any) -> dict[str, Any]:
-    return {
-        "passes": list(w.passes),
-        "parallel": w.parallel,
-        "reason": w.reason,
-        "functions": w.functions,
-        "chunks": w.chunks,
-        "nbytes": w.nbytes,
-        "wall": w.wall,
-        "worker_seconds": w.worker_seconds,
-        "parent_seconds": w.parent_seconds,
-    }
+    """Every field of the executor's ``WaveStats`` (passes as a list), for the figures and the JSON."""
+    import msgspec
+
+    out: dict[str, Any] = msgspec.structs.asdict(w)
+    out["passes"] = list(w.passes)
+    return out
 
 
 class Bench:
@@ -237,14 +263,16 @@ class Bench:
         with self.context(workers, [], **{"parpass.parallel": "always"}):
             self.pipeline(mod)
 
-    def _timed(self, workers: int, instruments: list[PassInstrument]) -> tuple[float, list[dict[str, Any]], bool]:
+    def _timed(
+        self, workers: int, instruments: list[PassInstrument], fuse: bool = True
+    ) -> tuple[float, list[dict[str, Any]], bool]:
         """Wall time, executor waves, and whether the output is byte-identical to the first run's."""
         from parpass.ir.serialization import from_bytes, to_bytes
         from parpass.parallel import default_executor as executor
 
         mod = from_bytes(self.data)  # a fresh module holding its functions as bytes, as if read from a file
         assert isinstance(mod, IRModule)
-        ctx = self.context(workers, instruments)
+        ctx = self.context(workers, instruments, **{"parpass.fuse_passes": fuse})
         marker = executor.history[-1] if executor.history else None
         start = time.perf_counter()
         with ctx:
@@ -257,17 +285,27 @@ class Bench:
         return wall, waves, data == self.reference
 
     def run(self, workers: int, progress: PassInstrument | None, bar: ProgressBar | None = None) -> Run:
-        """The pipeline pass by pass under a timing instrument, then without instruments (fused)."""
+        """The pipeline pass by pass under a timing instrument (fusion off), fused under a timing instrument,
+        then fused without instruments."""
         timing = PassTimingInstrument()
         instruments: list[PassInstrument] = [timing] if progress is None else [timing, progress]
-        wall, waves, same = self._timed(workers, instruments)
+        wall, waves, same = self._timed(workers, instruments, fuse=False)
         table = timing_rows(timing.timings, self.seq_names)
         rows = {key: seconds for key, _, seconds in table}
         depths = {key: depth for key, depth, _ in table}
+        where = "in-process" if workers == 1 else f"{workers} workers"
         if bar is not None:
-            bar.set_label(f"{'in-process' if workers == 1 else f'{workers} workers'}: the pipeline without instruments")
+            bar.set_label(f"{where}: the pipeline fused, with the timing instrument")
+        timed = PassTimingInstrument()
+        timed_wall, timed_waves, timed_same = self._timed(workers, [timed])
+        timed_rows = {key: (node.wall, node.cpu) for key, _, node in timing_nodes(timed.timings, self.seq_names)}
+        if bar is not None:
+            bar.set_label(f"{where}: the pipeline without instruments")
         fused_wall, fused_waves, fused_same = self._timed(workers, [])
-        return Run(workers, wall, rows, depths, waves, fused_wall, fused_waves, same and fused_same)
+        identical = same and timed_same and fused_same
+        return Run(
+            workers, wall, rows, depths, waves, fused_wall, fused_waves, identical, timed_wall, timed_waves, timed_rows
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -330,14 +368,83 @@ def summarize(
     for c in configs:
         if c == 1:
             continue
-        values = [v for r in runs if r.workers == c for v in [_overhead_per_function([*r.waves, *r.fused_waves])] if v]
+        values = [
+            v
+            for r in runs
+            if r.workers == c
+            for v in [_overhead_per_function([*r.waves, *r.timed_waves, *r.fused_waves])]
+            if v
+        ]
         overhead[str(c)] = _median(values) if values else None
     return {
         "rows": rows,
         "total": _total(runs, configs, cores, "wall"),
+        "total_timed": _total(runs, configs, cores, "timed_wall"),
         "total_fused": _total(runs, configs, cores, "fused_wall"),
         "parent_overhead_per_function": overhead,
+        "amdahl": amdahl(runs, configs),
     }
+
+
+def serial_and_parallel(run: Run) -> tuple[float, float]:
+    """The parent's own time in a pass-by-pass run, and the workers' busy time, from the run's waves.
+
+    Serial: everything of the run's wall time that was not spent waiting for
+    workers (module passes, waves kept in-process, the parent's part of the
+    parallel waves: encoding, shipping, merging, replaying). Parallel: the
+    seconds the workers were busy with the parallel waves, summed over them.
+    """
+    parallel_waves = [w for w in run.waves if w["parallel"]]
+    waiting = sum(w["wall"] - w["parent_seconds"] for w in parallel_waves)
+    busy = sum(w["worker_seconds"] for w in parallel_waves)
+    return max(run.wall - waiting, 0.0), busy
+
+
+def amdahl(runs: Sequence[Run], configs: Sequence[int]) -> dict[str, Any]:
+    """Per parallel worker count: the parent's serial share of the pass-by-pass runs (medians over the
+    repeats) and Amdahl's bound ``T1 / (serial + parallel / N)`` on :data:`AMDAHL_WORKERS` workers, where
+    T1 is the in-process pass-by-pass time. A projection from measured figures, not a measurement."""
+    t1 = _median([r.wall for r in runs if r.workers == 1])
+    out: dict[str, Any] = {}
+    for c in configs:
+        if c == 1:
+            continue
+        pairs = [serial_and_parallel(r) for r in runs if r.workers == c]
+        if not pairs:
+            continue
+        serial = _median([s for s, _ in pairs])
+        parallel = _median([p for _, p in pairs])
+        work = serial + parallel
+        out[str(c)] = {
+            "t1_seconds": t1,
+            "serial_seconds": serial,
+            "parallel_seconds": parallel,
+            "serial_share": serial / work if work > 0 else None,
+            "bound": {str(n): t1 / (serial + parallel / n) if work > 0 else None for n in AMDAHL_WORKERS},
+        }
+    return out
+
+
+def render_amdahl(summary: dict[str, Any]) -> str:
+    """The serial share and the projection, one pair of lines per parallel worker count."""
+    lines = []
+    for c, figures in summary["amdahl"].items():
+        share = figures["serial_share"]
+        share_text = f" ({share * 100:.0f}%)" if share is not None else ""
+        lines.append(
+            f"parent's serial share, pass by pass ({c} workers): {_fmt_time(figures['serial_seconds'])} "
+            f"of {_fmt_time(figures['serial_seconds'] + figures['parallel_seconds'])}{share_text}; "
+            f"workers busy {_fmt_time(figures['parallel_seconds'])}"
+        )
+        bounds = ", ".join(
+            f"{value:.2f}x on {n} workers" if value is not None else f"- on {n} workers"
+            for n, value in figures["bound"].items()
+        )
+        lines.append(
+            f"projection (Amdahl's law from that share, not a measurement): at most {bounds} "
+            f"(T1 = in-process, pass by pass: {_fmt_time(figures['t1_seconds'])})"
+        )
+    return "\n".join(lines)
 
 
 def _total(runs: Sequence[Run], configs: Sequence[int], cores: int, attr: str) -> dict[str, Any]:
@@ -411,7 +518,11 @@ def render_table(summary: dict[str, Any], counts: Sequence[int], cores: int) -> 
             notes.append(f"  {row['name']}: {row['where']}")
         body.append(cells)
     totals = []
-    for label, key in (("total, pass by pass", "total"), ("total, fused (no instruments)", "total_fused")):
+    for label, key in (
+        ("total, pass by pass", "total"),
+        ("total, fused, timing instrument", "total_timed"),
+        ("total, fused (no instruments)", "total_fused"),
+    ):
         total = summary[key]["seconds"]
         cells = [label, _fmt_time(total["1"])]
         for c in configs:
@@ -474,12 +585,13 @@ def plot(path: str, summary: dict[str, Any], counts: Sequence[int], cores: int, 
     import matplotlib.pyplot as plt
 
     configs = [c for c in counts if c != 1]
-    labels = [r["name"] for r in summary["rows"]] + ["total", "total (fused)"]
+    labels = [r["name"] for r in summary["rows"]] + ["total", "total (fused, timed)", "total (fused)"]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(labels) + 2), 4.5))
     width = 0.8 / max(len(configs), 1)
     for i, c in enumerate(configs):
         values = [r["speedup"].get(str(c)) or 0.0 for r in summary["rows"]]
         values.append(summary["total"]["speedup"].get(str(c)) or 0.0)
+        values.append(summary["total_timed"]["speedup"].get(str(c)) or 0.0)
         values.append(summary["total_fused"]["speedup"].get(str(c)) or 0.0)
         xs = [x + (i - (len(configs) - 1) / 2) * width for x in range(len(labels))]
         ax.bar(xs, values, width, label=f"{c} workers")
@@ -506,9 +618,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         _check_dir(args.json, "--json")
     config = parse_config(args.config)
-    for key in _RESERVED:
+    for key, instead in _RESERVED.items():
         if key in config:
-            raise UsageError(f"--config {key}: bench sets it itself; use --workers")
+            raise UsageError(f"--config {key}: bench sets it itself; {instead}")
     cores = usable_cores()
     counts: list[int] = args.workers if args.workers else [max(2, cores)]
     if args.pipeline is not None:
@@ -573,11 +685,14 @@ def run(args: argparse.Namespace) -> int:
         value = summary["parent_overhead_per_function"].get(str(c))
         figure = f"{value * 1e6:.1f} us" if value is not None else "n/a (no pass ran in workers)"
         out.write(f"parent overhead per function ({c} workers): {figure}\n")
+    projection = render_amdahl(summary)
+    if projection:
+        out.write(projection + "\n")
     out.write(f"efficiency = speedup / min(workers, usable cores = {cores})\n")
     identical = all(r.identical for r in runs)
     mismatched = sorted({r.workers for r in runs if not r.identical})
     if identical:
-        out.write(f"outputs byte-identical to the in-process run: yes ({2 * len(runs)} runs)\n")
+        out.write(f"outputs byte-identical to the in-process run: yes ({3 * len(runs)} runs)\n")
     out.write(f"wall time of the benchmark: {time.perf_counter() - started:.1f}s\n")
     out.flush()
 
@@ -602,10 +717,13 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "workers": r.workers,
                     "wall": r.wall,
+                    "timed_wall": r.timed_wall,
                     "fused_wall": r.fused_wall,
                     "identical": r.identical,
                     "passes": [{"path": list(k), "seconds": s} for k, s in r.rows.items()],
+                    "timed_passes": [{"path": list(k), "wall": w, "cpu": c} for k, (w, c) in r.timed_rows.items()],
                     "waves": r.waves,
+                    "timed_waves": r.timed_waves,
                     "fused_waves": r.fused_waves,
                 }
                 for r in runs

@@ -73,8 +73,10 @@ class ProgressInstrument(PassInstrument):
     ``units`` maps the ``PassInfo`` objects of the pipeline's passes (by
     identity) to how many units each is worth; other passes (passes nested in
     them, required passes) only show their name. ``prefix`` goes before the
-    name of the running pass.
+    name of the running pass. It reads no module, so a pipeline it watches still runs fused.
     """
+
+    reads_module = False
 
     def __init__(self, bar: ProgressBar, units: Mapping[int, int], prefix: str = "") -> None:
         self.bar = bar

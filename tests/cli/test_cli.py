@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,11 +24,20 @@ import parpass.passes  # registers the standard passes in this process too
 from parpass.cli.main import main
 from parpass.ir import IRModule, load, save, to_bytes
 from parpass.ir.printer import astext
+from parpass.parallel import usable_cores
 from parpass.testing import random_module
 from parpass.transform import PassContext, parse_pipeline
 
 USER_PASSES = str(Path(__file__).with_name("cli_user_passes.py"))
 SPEC = "InferType,FoldConstant,DeadCodeElimination"
+
+#: A row of ``--time-passes``'s report: wall (%), CPU (%), the name indented two spaces per level.
+REPORT_ROW = re.compile(r"^ +(\d+\.\d{4}) \( *\d+\.\d%\) +(\d+\.\d{4}) \( *\d+\.\d%\)  (?P<name> *\S+)$", re.M)
+
+
+def report_rows(text: str) -> list[str]:
+    """The names of the rows of a ``--time-passes`` report, indented as printed."""
+    return [m["name"] for m in REPORT_ROW.finditer(text)]
 
 
 def parpass(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -368,7 +378,8 @@ def test_opt_instruments(files: Path, tmp_path: Path) -> None:
     assert "Print IR before: InferType" in err and "Print IR after: FoldConstant" in err
     assert "Print IR after: InferType" not in err
     assert "*** IR Dump At Start ***" in err and "*** IR Dump After FoldConstant" in err
-    assert "pass timing" in err and "\tInferType: " in err and "\tFoldConstant: " in err
+    assert "Pass execution timing report" in err and "summed over the processes that ran it" in err
+    assert report_rows(err) == ["sequential", "  InferType", "  FoldConstant", "Total"]
     assert "DeadCodeElimination" not in err  # disabled
     dumps = sorted(p.name for p in (tmp_path / "dumps").iterdir())
     assert dumps == ["000_InferType.txt", "001_FoldConstant.txt", "002_sequential.txt"]
@@ -394,7 +405,27 @@ def test_opt_print_ir_after_all_and_levels(files: Path, run_main) -> None:  # ty
         "--time-passes",
         cwd=files,
     )
-    assert required.returncode == 0 and "\tFoldConstant: " in required.stderr
+    assert required.returncode == 0 and report_rows(required.stderr) == ["sequential", "  FoldConstant", "Total"]
+
+
+def test_opt_time_passes_runs_fused_and_reports_wall_and_cpu(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    """The timing instrument reads no module: on workers the pipeline still runs as one wave, the output is
+    the same, and every pass has a wall and a CPU figure."""
+    from parpass.parallel import default_executor
+
+    default_executor.forget()
+    args = ["opt", "m.msgpack", "-p", SPEC, "--workers", "2", "--config", "parpass.parallel=always"]
+    timed = run_main(*args, "-o", "timed.msgpack", "--time-passes", cwd=files)
+    assert timed.returncode == 0, timed.stderr
+    waves = list(default_executor.history)
+    assert [(w.passes, w.parallel) for w in waves] == [(tuple(SPEC.split(",")), True)]
+    plain = run_main(*args, "-o", "plain.msgpack", cwd=files)
+    assert plain.returncode == 0 and plain.stderr == ""
+    assert (files / "timed.msgpack").read_bytes() == (files / "plain.msgpack").read_bytes()
+    rows = {m["name"].strip(): (float(m[1]), float(m[2])) for m in REPORT_ROW.finditer(timed.stderr)}
+    assert list(rows) == ["sequential", *SPEC.split(","), "Total"]
+    assert all(wall > 0 for wall, _ in rows.values())
+    assert "Total Execution Time: " in timed.stderr
 
 
 def test_opt_default_pipeline(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
@@ -432,22 +463,37 @@ def test_bench_tiny_with_json(tmp_path: Path) -> None:
         assert f"\n{name} " in out, name
     assert (
         "\ntotal, pass by pass " in out
+        and "\ntotal, fused, timing instrument " in out
         and "\ntotal, fused (no instruments) " in out
         and "speedup" in out
         and "efficiency" in out
     )
-    assert "parent overhead per function" in out and "outputs byte-identical to the in-process run: yes" in out
+    assert "parent overhead per function" in out and "outputs byte-identical to the in-process run: yes (6 runs)" in out
+    workers = max(2, usable_cores())
+    assert f"parent's serial share, pass by pass ({workers} workers): " in out
+    assert "projection (Amdahl's law from that share, not a measurement): at most " in out
+    assert " on 16 workers, " in out and " on 64 workers " in out
     figures = json.loads((tmp_path / "b.json").read_text())
     assert figures["identical"] is True and figures["repeat"] == 1
     assert figures["module"]["num_functions"] == 45
     assert len(figures["runs"]) == 1 + len(figures["worker_counts"])
-    for run in figures["runs"]:
-        assert run["identical"] is True and run["wall"] > 0 and run["fused_wall"] > 0
-        assert run["workers"] == 1 or run["waves"]  # the executor's decisions are recorded
     names = [row["name"] for row in figures["summary"]["rows"]]
+    for run in figures["runs"]:
+        assert run["identical"] is True and run["wall"] > 0 and run["timed_wall"] > 0 and run["fused_wall"] > 0
+        assert run["workers"] == 1 or run["waves"]  # the executor's decisions are recorded
+        # pass by pass: one wave per function-level pass; fused with the timing instrument: fewer, longer waves
+        function_level = [n for n in names if n != "RemoveUnusedFunctions"]
+        assert [w["passes"] for w in run["waves"]] == [[n] for n in function_level]
+        assert [p for w in run["timed_waves"] for p in w["passes"]] == function_level
+        assert any(len(w["passes"]) > 1 for w in run["timed_waves"])
+        timed = {p["path"][-1].rsplit("#", 1)[0]: p for p in run["timed_passes"]}
+        assert list(timed) == names and all(p["wall"] > 0 and p["cpu"] >= 0 for p in timed.values())
     assert names == list(PIPELINE_PASSES)
     for row in figures["summary"]["rows"]:
         assert row["seconds"]["1"] > 0
+    assert figures["summary"]["total_timed"]["seconds"]["1"] > 0
+    amdahl = figures["summary"]["amdahl"][str(workers)]
+    assert 0 < amdahl["serial_share"] <= 1 and set(amdahl["bound"]) == {"16", "64"}
 
 
 def test_bench_worker_list_and_pipeline(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
@@ -469,6 +515,8 @@ def test_bench_worker_list_and_pipeline(tmp_path: Path, run_main) -> None:  # ty
     assert_usage_error(run_main("bench", "--pipeline", "Nope", cwd=tmp_path), "unknown pass 'Nope'")
     reserved = run_main("bench", "--config", "parpass.num_workers=2", cwd=tmp_path)
     assert_usage_error(reserved, "parpass.num_workers", "--workers")
+    fusion = run_main("bench", "--config", "parpass.fuse_passes=false", cwd=tmp_path)
+    assert_usage_error(fusion, "parpass.fuse_passes", "both pass by pass and fused")
 
 
 def test_bench_progress_bar_on_a_terminal(tmp_path: Path) -> None:
@@ -525,7 +573,7 @@ def test_bench_plot(tmp_path: Path, run_main) -> None:  # type: ignore[no-untype
 
 
 def test_bench_figures_are_medians_speedups_and_efficiencies() -> None:
-    from parpass.cli.bench import Run, render_table, summarize
+    from parpass.cli.bench import Run, render_amdahl, render_table, summarize
 
     pipeline = parse_pipeline("InferType,RemoveUnusedFunctions")
     a, b = ("sequential#0", "InferType#0"), ("sequential#0", "RemoveUnusedFunctions#0")
@@ -533,8 +581,11 @@ def test_bench_figures_are_medians_speedups_and_efficiencies() -> None:
 
     def run(workers: int, t_a: float, t_b: float, wall: float, parallel: bool = True) -> Run:
         waves = [{"passes": ["InferType"], "parallel": parallel, "reason": "parallel" if parallel else "estimated"}]
-        waves[0].update(functions=100, parent_seconds=0.001)
-        return Run(workers, wall, {a: t_a, b: t_b}, depths, waves, wall / 2, [])
+        # a parallel wave of 0.6 * wall, of which the parent's own 0.001 s; the workers busy 2 * t_a
+        waves[0].update(functions=100, parent_seconds=0.001, wall=0.6 * wall, worker_seconds=2 * t_a)
+        if not parallel:
+            waves[0].update(parent_seconds=t_a, wall=t_a, worker_seconds=0.0)
+        return Run(workers, wall, {a: t_a, b: t_b}, depths, waves, wall / 2, [], True, wall * 0.75)
 
     runs = [run(1, 1.0, 0.1, 1.2), run(1, 3.0, 0.1, 3.2), run(1, 2.0, 0.1, 2.2)]
     runs += [run(4, 0.5, 0.2, 0.8), run(4, 0.4, 0.2, 0.7), run(4, 9.0, 0.2, 9.9, parallel=False)]
@@ -545,7 +596,22 @@ def test_bench_figures_are_medians_speedups_and_efficiencies() -> None:
     assert infer["where"] == "4 workers: in-process (estimated)"
     assert summary["rows"][1]["where"] == "module pass: in-process"
     assert summary["total"]["seconds"] == {"1": 2.2, "4": 0.8}
+    assert summary["total_timed"]["seconds"] == {"1": pytest.approx(1.65), "4": pytest.approx(0.6)}
     assert summary["total_fused"]["seconds"] == {"1": 1.1, "4": 0.4}
     assert summary["parent_overhead_per_function"]["4"] == pytest.approx(1e-5)
     table = render_table(summary, [4], 2)
-    assert "InferType                      2,000.0 ms" in table and "4.00x" in table and "200%" in table
+    assert "InferType                        2,000.0 ms" in table and "4.00x" in table and "200%" in table
+    assert "\ntotal, fused, timing instrument  1,650.0 ms   600.0 ms" in table
+    # Amdahl: serial = wall - (parallel wave wall - its parent seconds); parallel = the workers' busy time.
+    # The three 4-worker runs: (0.8 - 0.479, 1.0), (0.7 - 0.419, 0.8), in-process (9.9, 0): medians.
+    amdahl = summary["amdahl"]["4"]
+    serial, parallel = 0.321, 0.8
+    assert amdahl["t1_seconds"] == 2.2
+    assert amdahl["serial_seconds"] == pytest.approx(serial) and amdahl["parallel_seconds"] == pytest.approx(parallel)
+    assert amdahl["serial_share"] == pytest.approx(serial / (serial + parallel))
+    assert amdahl["bound"]["16"] == pytest.approx(2.2 / (serial + parallel / 16))
+    assert amdahl["bound"]["64"] == pytest.approx(2.2 / (serial + parallel / 64))
+    text = render_amdahl(summary)
+    share = "parent's serial share, pass by pass (4 workers): 321.0 ms of 1,121.0 ms (29%); workers busy 800.0 ms"
+    assert share in text
+    assert f"at most {2.2 / (serial + parallel / 16):.2f}x on 16 workers, {2.2 / (serial + parallel / 64):.2f}x" in text

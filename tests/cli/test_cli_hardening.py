@@ -276,7 +276,15 @@ def test_bench_table_says_what_ran_where() -> None:
 
     def wave(name: str, parallel: bool) -> dict[str, object]:
         reason = "parallel" if parallel else "estimated faster in-process"
-        return {"passes": [name], "parallel": parallel, "reason": reason, "functions": 10, "parent_seconds": 0.0}
+        return {
+            "passes": [name],
+            "parallel": parallel,
+            "reason": reason,
+            "functions": 10,
+            "parent_seconds": 0.0,
+            "wall": 0.1,
+            "worker_seconds": 0.1 if parallel else 0.0,
+        }
 
     def run(workers: int, infer_parallel: bool) -> Run:
         waves = [wave("InferType", infer_parallel), wave("FoldConstant", False), wave("Simplify", True)]
