@@ -38,6 +38,9 @@ class PassTiming:
     pass that raised, ``wall`` is ``total`` (the default, -1, means that) and
     ``cpu`` is this process's own CPU time over the same span.
 
+    ``remote`` says that ``wall`` and ``cpu`` were measured in other processes
+    (the workers), so that this process's own CPU time does not include them.
+
     ``failed`` is True when the pass raised (or its run was cut short); its total
     then ends where the failure was noticed.
     """
@@ -50,6 +53,7 @@ class PassTiming:
     wall: float = -1.0
     cpu: float = 0.0
     fused: bool = False
+    remote: bool = False
 
     def __post_init__(self) -> None:
         if self.wall < 0:
@@ -73,12 +77,12 @@ def _close(node: _Open, end: float, cpu_end: float, failed: bool) -> PassTiming:
     elapsed = end - node.start
     reported = node.reported
     if reported is None or failed:
-        wall, cpu, fused = elapsed, cpu_end - node.cpu_start, False
+        wall, cpu, fused, remote = elapsed, cpu_end - node.cpu_start, False, False
     else:
-        wall, cpu, fused = reported.wall, reported.cpu, node.fused
+        wall, cpu, fused, remote = reported.wall, reported.cpu, node.fused, not reported.in_caller
     total = wall if fused else elapsed
     self_time = total - sum(c.total for c in node.children)
-    return PassTiming(node.name, total, self_time, tuple(node.children), failed, wall, cpu, fused)
+    return PassTiming(node.name, total, self_time, tuple(node.children), failed, wall, cpu, fused, remote)
 
 
 def _percent(part: float, whole: float) -> float:
@@ -115,16 +119,18 @@ def render_timing_report(roots: Sequence[PassTiming], total_wall: float | None =
 
     Each row shows ``wall`` and ``cpu`` with their percentage of the Total row,
     then the name, indented two spaces per nesting level (`` (failed)`` after a
-    pass that raised). The Total row sums the top-level rows; ``total_wall``, when
-    given (the wall-clock time of the whole run as the caller measured it),
-    replaces its wall time. A function-level pass's time is summed over the
-    processes that ran it, so with workers it can exceed its Sequential's
-    (which is this process's own), and its percentage 100.
+    pass that raised). The Total row's wall time sums the top-level rows, or is
+    ``total_wall`` when given (the wall-clock time of the whole run as the
+    caller measured it); its CPU time is all the run's: this process's own (the
+    top-level rows) plus the workers' (the rows measured there). A
+    function-level pass's time is summed over the processes that ran it, so with
+    workers it can exceed its Sequential's (which is this process's own), and
+    its wall time the run's.
     """
     if not roots:
         return ""
     wall_total = sum(r.wall for r in roots) if total_wall is None else total_wall
-    cpu_total = sum(r.cpu for r in roots)
+    cpu_total = sum(r.cpu for r in roots) + sum(node.cpu for node in _walk(roots) if node.remote)
 
     def cells(wall: float, cpu: float) -> str:
         return f"{wall:10.4f} ({_percent(wall, wall_total):5.1f}%){cpu:10.4f} ({_percent(cpu, cpu_total):5.1f}%)"
@@ -135,7 +141,7 @@ def render_timing_report(roots: Sequence[PassTiming], total_wall: float | None =
         _RULE,
         f"  Total Execution Time: {wall_total:.4f} seconds",
         "  A function-level pass's wall and CPU time are summed over the processes that ran it (the workers);",
-        "  a module pass's or Sequential's are this process's own.",
+        "  a module pass's or Sequential's are this process's own. The Total's CPU time counts both.",
         "",
         "  ----Wall Time----  ----CPU Time-----  ----Name----",
     ]
@@ -147,6 +153,17 @@ def render_timing_report(roots: Sequence[PassTiming], total_wall: float | None =
         lines.append(f"{cells(node.wall, node.cpu)}  {'  ' * depth}{node.name}{failed}")
     lines.append(f"{cells(wall_total, cpu_total)}  Total")
     return "\n".join(lines) + "\n"
+
+
+def _walk(roots: Sequence[PassTiming]) -> list[PassTiming]:
+    """Every node of the trees, in pre-order."""
+    out: list[PassTiming] = []
+    stack = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(reversed(node.children))
+    return out
 
 
 def _same(a: PassInfo | None, b: PassInfo) -> bool:

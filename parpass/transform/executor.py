@@ -75,10 +75,17 @@ def view_reason(pass_name: str) -> str:
 
 @dataclass(frozen=True)
 class StageTiming:
-    """How long one pass of a chain took: wall and CPU seconds, each summed over the processes that ran it."""
+    """How long one pass of a chain took: wall and CPU seconds, each summed over the processes that ran it.
+
+    ``in_caller`` is True when the pass ran in the calling process (the inline
+    executor says so): its CPU time is then part of that process's own, which a
+    timing report must not count twice. False (the default): it ran elsewhere,
+    in worker processes.
+    """
 
     wall: float
     cpu: float
+    in_caller: bool = False
 
 
 class ChainObserver(Protocol):
@@ -134,7 +141,8 @@ class InlineExecutor:
                     observer.stage_failed(stage, err)
                 raise
             if observer is not None:
-                observer.after_stage(stage, StageTiming(time.perf_counter() - wall, time.process_time() - cpu))
+                spent = StageTiming(time.perf_counter() - wall, time.process_time() - cpu, in_caller=True)
+                observer.after_stage(stage, spent)
             if updates:
                 nxt = current.copy()
                 for name, new in updates:

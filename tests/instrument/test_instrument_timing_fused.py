@@ -86,8 +86,8 @@ def test_a_fused_pass_gets_the_time_the_executor_reports() -> None:
     (pipe,) = timing.timings
     start, a, d = pipe.children
     assert [start.name, a.name, d.name] == ["Start", "A", "D"]
-    assert (a.total, a.wall, a.cpu, a.fused) == (1.5, 1.5, 0.25, True)
-    assert (d.total, d.wall, d.cpu, d.fused) == (2.5, 2.5, 1.25, True)
+    assert (a.total, a.wall, a.cpu, a.fused, a.remote) == (1.5, 1.5, 0.25, True, True)  # Reporting: not in_caller
+    assert (d.total, d.wall, d.cpu, d.fused, d.remote) == (2.5, 2.5, 1.25, True, True)
     # module passes and Sequentials: this process's own wall (total) and CPU
     assert not start.fused and start.wall == start.total and start.cpu >= 0
     assert not pipe.fused and pipe.wall == pipe.total and pipe.cpu >= 0
@@ -133,9 +133,13 @@ def test_cpu_of_a_function_pass_is_summed_over_the_processes_that_ran_it(workers
         Sequential([fp.burn, fp.pass_d], name="S")(module(n))
     burn, d = timing.timings[0].children
     assert burn.name == "Burn" and burn.fused is fuse and d.fused is fuse
+    assert burn.remote is (workers > 1) and d.remote is (workers > 1)  # measured in the workers, or here
     assert burn.cpu >= n * fp.BURN_SECONDS * 0.999
     assert burn.wall > 0 and d.wall > 0 and d.cpu >= 0
     assert [c.name for c in d.children] == ["Inner"] * n  # nested calls replayed from the workers, still nested
+    # The report's Total counts this process's CPU time and the workers': the burn's at least, either way.
+    total = re.search(r"^ +\d+\.\d{4} \(100\.0%\) +(\d+\.\d{4}) \(100\.0%\)  Total$", timing.render_report(), re.M)
+    assert total is not None and float(total[1]) >= round(burn.cpu, 4) - 1e-4
     if workers > 1:
         assert all(w.parallel for w in default_executor.history)
         assert len(default_executor.history) == (1 if fuse else 2)
@@ -159,7 +163,9 @@ def test_render_report_has_wall_and_cpu_columns() -> None:
             0.5,
             (
                 PassTiming("Start", 0.5, 0.5, cpu=0.4),
-                PassTiming("A", 3.0, 3.0, (PassTiming("Inner", 0.001, 0.001, cpu=0.001),), cpu=2.5, fused=True),
+                PassTiming(
+                    "A", 3.0, 3.0, (PassTiming("Inner", 0.001, 0.001, cpu=0.001),), cpu=2.5, fused=True, remote=True
+                ),
                 PassTiming("B", 0.25, 0.25, failed=True, cpu=0.2),
             ),
             cpu=1.0,
@@ -173,15 +179,15 @@ def test_render_report_has_wall_and_cpu_columns() -> None:
         "===-------------------------------------------------------------------------===\n"
         "  Total Execution Time: 2.5000 seconds\n"
         "  A function-level pass's wall and CPU time are summed over the processes that ran it (the workers);\n"
-        "  a module pass's or Sequential's are this process's own.\n"
+        "  a module pass's or Sequential's are this process's own. The Total's CPU time counts both.\n"
         "\n"
         "  ----Wall Time----  ----CPU Time-----  ----Name----\n"
-        "    2.0000 ( 80.0%)    1.0000 (100.0%)  Pipe\n"
-        "    0.5000 ( 20.0%)    0.4000 ( 40.0%)    Start\n"
-        "    3.0000 (120.0%)    2.5000 (250.0%)    A\n"
-        "    0.0010 (  0.0%)    0.0010 (  0.1%)      Inner\n"
-        "    0.2500 ( 10.0%)    0.2000 ( 20.0%)    B (failed)\n"
-        "    2.5000 (100.0%)    1.0000 (100.0%)  Total\n"
+        "    2.0000 ( 80.0%)    1.0000 ( 28.6%)  Pipe\n"
+        "    0.5000 ( 20.0%)    0.4000 ( 11.4%)    Start\n"
+        "    3.0000 (120.0%)    2.5000 ( 71.4%)    A\n"
+        "    0.0010 (  0.0%)    0.0010 (  0.0%)      Inner\n"
+        "    0.2500 ( 10.0%)    0.2000 (  5.7%)    B (failed)\n"
+        "    2.5000 (100.0%)    3.5000 (100.0%)  Total\n"
     )
     assert render_timing_report([]) == ""
 

@@ -138,3 +138,49 @@ def test_lazily_held_functions(mod: IRModule) -> None:
         lazy.set_encoded_function(name, mod.encoded_function(name))
     out = Sequential([function_pass(lambda f, m, c: f.with_attr("x", 1), opt_level=0)])(lazy)
     assert out["f"].attrs == {"x": 1} and out["k"] == mod["k"]
+
+
+def test_inline_executor_tells_the_observer_where_each_stage_begins_and_ends(mod: IRModule) -> None:
+    """before_stage(i), what pass i emits, after_stage(i, its time, measured in this process), in chain order;
+    stage_failed(i, error) instead when pass i raised, and the error then propagates."""
+    from parpass.transform.executor import StageTiming
+
+    events: list[object] = []
+
+    class Observer:
+        def before_stage(self, stage: int) -> None:
+            events.append(("before", stage))
+
+        def after_stage(self, stage: int, timing: StageTiming) -> None:
+            events.append(("after", stage, timing.in_caller, timing.wall >= 0 and timing.cpu >= 0))
+
+        def stage_failed(self, stage: int, error: BaseException) -> None:
+            events.append(("failed", stage, str(error)))
+
+    def make(name: str, fails_on: int = -1) -> FunctionLevelPass:
+        @function_pass(opt_level=0, name=name)
+        def run(func: relax.Function, m: IRModule, ctx: PassContext) -> relax.Function:
+            events.append(f"{name}:{len(func.bindings)}")
+            if len(func.bindings) == fails_on:
+                raise ValueError(f"{name} fails")
+            return func
+
+        return run
+
+    InlineExecutor().run([make("p1"), make("p2")], mod, PassContext(), Observer())
+    assert events == [
+        ("before", 0),
+        "p1:1",
+        "p1:2",
+        ("after", 0, True, True),
+        ("before", 1),
+        "p2:1",
+        "p2:2",
+        ("after", 1, True, True),
+    ]
+    events.clear()
+    with pytest.raises(ValueError, match="p2 fails"):
+        InlineExecutor().run([make("p1"), make("p2", fails_on=1), make("p3")], mod, PassContext(), Observer())
+    stage_0 = [("before", 0), "p1:1", "p1:2", ("after", 0, True, True)]
+    assert events == [*stage_0, ("before", 1), "p2:1", ("failed", 1, "p2 fails")]
+    assert StageTiming(1.0, 2.0).in_caller is False  # an executor's workers measured it, unless it says otherwise
