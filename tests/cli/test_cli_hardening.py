@@ -255,6 +255,16 @@ def test_readme_documents_parpass_passes() -> None:
     assert "**`parpass passes`**" in readme
 
 
+def test_readme_documents_fusion_under_instruments_and_its_key() -> None:
+    from parpass.transform import list_configs
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    entry = list_configs()["parpass.fuse_passes"]
+    assert f"| `parpass.fuse_passes` | {entry['type']} | {str(entry['default']).lower()} |" in readme
+    assert "`reads_module = False`" in readme and "on_pass_timing(info, timing," in readme
+    assert "Pass execution timing report" in readme and "`--time-passes`" in readme
+
+
 def test_unroll_loop_options_in_a_spec_are_checked_by_name_and_range(small: Path, run_main) -> None:  # type: ignore[no-untyped-def]
     typo = run_main("opt", "m.msgpack", "-p", "UnrollLoop{auto_max_stpe=4}", cwd=small)
     assert_usage_error(typo, "auto_max_stpe", "auto_max_step")
