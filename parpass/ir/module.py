@@ -27,21 +27,27 @@ class _Slot:
     """One function of a module: decoded, encoded, or both (decoding is cached).
 
     A slot may instead hold a ``loader`` that computes the function on first read.
+    The encoded form may be a read-only buffer (a view of a file an executor's
+    workers wrote) rather than ``bytes``; it becomes ``bytes`` when handed out.
     """
 
-    __slots__ = ("data", "digest", "func", "loader")
+    __slots__ = ("data", "digest", "func", "head", "loader", "location")
 
     def __init__(
         self,
         func: BaseFunc | None = None,
-        data: bytes | None = None,
+        data: bytes | memoryview | None = None,
         loader: Callable[[], BaseFunc] | None = None,
         digest: bytes | None = None,
+        location: object = None,
+        head: tuple[type[BaseFunc], Mapping[str, AttrValue]] | None = None,
     ) -> None:
         self.func = func
         self.data = data
         self.loader = loader
         self.digest = digest  # of ``data`` (or of the encoding of ``func``), when someone computed it
+        self.location = location  # where an executor keeps a copy of ``data`` (opaque here)
+        self.head = head  # (class, attrs), once read
 
     def get(self) -> BaseFunc:
         if self.func is None:
@@ -61,12 +67,19 @@ class _Slot:
             self.get()
         return self
 
-    def encoded(self) -> bytes:
+    def buffer(self) -> bytes | memoryview:
+        """The encoded form, encoded now if need be (not copied when it is a view)."""
         if self.data is None:
             from parpass.ir.serialization import encode_function
 
             self.data = encode_function(self.get())  # get(): a slot may hold a pending loader
         return self.data
+
+    def encoded(self) -> bytes:
+        data = self.buffer()
+        if not isinstance(data, bytes):
+            data = self.data = bytes(data)  # the view's file may go: the bytes are the module's own from now on
+        return data
 
 
 class _FunctionsView(Mapping[GlobalVar, BaseFunc]):
@@ -278,15 +291,46 @@ class IRModule:
         return self._slot(key).encoded()
 
     def set_encoded_function(
-        self, key: FuncKey, data: bytes, func: BaseFunc | None = None, digest: bytes | None = None
+        self,
+        key: FuncKey,
+        data: bytes | memoryview,
+        func: BaseFunc | None = None,
+        digest: bytes | None = None,
+        *,
+        location: object = None,
+        same_head_as: IRModule | None = None,
     ) -> None:
-        """Set function ``key`` from msgpack bytes, decoded only when first read.
+        """Set function ``key`` from msgpack bytes (or a read-only buffer of them), decoded only when first read.
 
         ``func``, if given, is the function ``data`` decodes to (already decoded by the caller);
-        ``digest``, if given, is a content digest of ``data`` (see :meth:`known_digest`).
+        ``digest``, if given, is a content digest of ``data`` (see :meth:`known_digest`);
+        ``location``, if given, says where an executor keeps a copy of ``data`` (see :meth:`location`);
+        ``same_head_as``, if given, is a module whose function ``key`` has the same class and attributes.
         """
         self._check_writable()
-        self._slots[_name_of(key)] = _Slot(func, data, digest=digest)
+        name = _name_of(key)
+        head = None
+        if same_head_as is not None:
+            old = same_head_as._slots.get(name)
+            if old is not None:
+                head = old.head if old.head is not None or old.func is None else (type(old.func), old.func.attrs)
+        self._slots[name] = _Slot(func, data, digest=digest, location=location, head=head)
+
+    def encoded_entries(self) -> list[tuple[str, bytes | memoryview, bytes | None, object]]:
+        """Every function as ``(name, encoded form, digest or None, location or None)``, in module order.
+
+        What an executor ships, read in one pass (a function held only decoded is
+        encoded now; a view is not copied). Raises what encoding raises.
+        """
+        return [(name, slot.buffer(), slot.digest, slot.location) for name, slot in self._slots.items()]
+
+    def encoded_buffer(self, key: FuncKey) -> bytes | memoryview:
+        """Function ``key``'s encoded form as held: like :meth:`encoded_function`, but a view is not copied."""
+        return self._slot(key).buffer()
+
+    def location(self, key: FuncKey) -> object:
+        """Where an executor said it keeps a copy of function ``key``'s bytes (None if it said nothing)."""
+        return self._slot(key).location
 
     def known_digest(self, key: FuncKey) -> bytes | None:
         """The content digest of function ``key``'s encoded bytes, if one was recorded (none is computed here).
@@ -296,6 +340,10 @@ class IRModule:
         it again; the module only keeps it with the bytes it describes.
         """
         return self._slot(key).digest
+
+    def record_location(self, key: FuncKey, location: object) -> None:
+        """Record where an executor keeps a copy of function ``key``'s bytes (see :meth:`location`)."""
+        self._slot(key).location = location
 
     def record_digest(self, key: FuncKey, digest: bytes) -> None:
         """Record ``digest`` as the content digest of function ``key``'s encoded bytes (a cache, like the bytes)."""
@@ -310,12 +358,14 @@ class IRModule:
         slot = self._slot(key)
         if slot.func is not None:
             return type(slot.func), slot.func.attrs
-        from parpass.ir.peek import peek_function
+        if slot.head is None:
+            from parpass.ir.peek import peek_function
 
-        if slot.data is None:
-            func = slot.get()
-            return type(func), func.attrs
-        return peek_function(slot.data)
+            if slot.data is None:
+                func = slot.get()
+                return type(func), func.attrs
+            slot.head = peek_function(slot.data)
+        return slot.head
 
     @classmethod
     def from_loader(

@@ -364,6 +364,11 @@ class LokyBackend:
                 crew.close()
                 raise
 
+    def crew_files(self) -> list[str]:
+        """The files the live crew keeps between waves (its result stores); removed when it closes."""
+        crew = self._crew
+        return [] if crew is None else crew.files()
+
     def worker_pids(self) -> list[int]:
         pool = self._pool
         if pool is None:

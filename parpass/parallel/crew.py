@@ -18,6 +18,7 @@ lost, and :meth:`Crew.lost` says which workers died on their own, as
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from multiprocessing.connection import wait as wait_ready
 from typing import TYPE_CHECKING
 
 from parpass.parallel.protocol import FromWorker, Hello, RunChunk, Stop, ToWorker, decode_from_worker, encode
+from parpass.parallel.store import StoreReader, StoreWriter
 from parpass.parallel.wave import Busy, ProgressSlots, remove
 
 if TYPE_CHECKING:
@@ -75,6 +77,14 @@ class Crew:
         self._by_conn: dict[Connection, int] = {}
         #: which seat holds (resident) the function of each digest, as far as the executor knows
         self.owners: dict[bytes, int] = {}
+        #: the live result stores (see parpass.parallel.store), in the order they appeared
+        self.stores: dict[str, StoreReader] = {}
+        self._seat_store: list[str] = [""] * size
+        self._retired: list[str] = []
+        #: every store of this crew is named so (the parent's pid first, for watch_parent)
+        self._store_prefix = f"parpass-store-{os.getpid()}-{os.urandom(4).hex()}-"
+        self._store_dirs: set[str] = set()  # where this crew's stores may lie
+        self._own = StoreWriter(self._store_prefix)  # the parent's store, for bytes no worker wrote
         authkey = os.urandom(32)
         self._address = _address()
         self._listener = Listener(self._address, family="AF_UNIX", authkey=authkey)
@@ -83,7 +93,9 @@ class Crew:
         try:
             for seat in range(size):
                 self.tasks.append(
-                    submit(size, serve, self._address, authkey, seat, self.progress.path, size, idle)
+                    submit(
+                        size, serve, self._address, authkey, seat, self.progress.path, size, idle, self._store_prefix
+                    )
                 )
             self.generation = self.tasks[0].generation
             self._connect()
@@ -162,6 +174,47 @@ class Crew:
         self.last_used = time.monotonic()
         return out
 
+    def store(self, seat: int, path: str) -> StoreReader:
+        """The reader of ``seat``'s result store ``path``; a store it left for a new one is retired."""
+        if self._seat_store[seat] != path:
+            if self._seat_store[seat]:
+                self._retired.append(self._seat_store[seat])
+            self._seat_store[seat] = path
+        reader = self.stores.get(path)
+        if reader is None:
+            reader = self.stores[path] = StoreReader(path)
+        return reader
+
+    def place(self, directory: str, limit: int, blobs: list[bytes | memoryview]) -> tuple[str, list[int]]:
+        """Append ``blobs`` to the parent's own store (in ``directory``, where this wave's workers will put
+        theirs); its path and their offsets."""
+        before = self._own.path
+        path, offsets = self._own.append(directory, limit, blobs)
+        if path != before:
+            if before:
+                self._retired.append(before)
+            self.stores[path] = StoreReader(path)
+        return path, offsets
+
+    def begin_wave(self, directory: str) -> None:
+        """A wave whose files (and new stores) go to ``directory`` begins: delete the stores the seats left
+        (no worker reads them any more)."""
+        self._store_dirs.add(directory)
+        self.retire_stores()
+
+    def retire_stores(self) -> None:
+        """Delete the stores the seats left."""
+        for path in self._retired:
+            reader = self.stores.pop(path, None)
+            if reader is not None:
+                reader.close()
+            remove(path)
+        self._retired.clear()
+
+    def files(self) -> list[str]:
+        """The files the crew keeps while it lives: its result stores (for tests and diagnostics)."""
+        return sorted({*self.stores, *self._retired})
+
     def running(self) -> list[Busy]:
         """What each busy seat is running now (its progress slot), and for how long."""
         return self.progress.running()
@@ -193,6 +246,13 @@ class Crew:
             remove(self._address)
         self.progress.close()
         remove(self.progress.path)
+        self._own.close()
+        self._retired.extend(self.stores)
+        self.retire_stores()
+        # A store a worker started in a wave that failed before its answer came is known only by name.
+        for directory in self._store_dirs:
+            for path in glob.glob(os.path.join(glob.escape(directory), glob.escape(self._store_prefix) + "*")):
+                remove(path)
 
 
 def _lost(error: BaseException | None) -> PoolLost | None:

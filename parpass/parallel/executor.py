@@ -45,7 +45,7 @@ from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import ChunkDone, TaskError, WorkerFailure
 from parpass.parallel.reproducer import write_reproducer
 from parpass.parallel.schedule import Dispatcher
-from parpass.parallel.wave import remove, write_wave
+from parpass.parallel.wave import remove, scratch_dir, write_wave
 from parpass.parallel.worker import pack_passes
 from parpass.transform.context import PassContext
 from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming
@@ -59,6 +59,8 @@ _POLL = 0.05
 _IN_FLIGHT = 2
 #: Digests whose holder the executor remembers at most (beyond that it forgets them all: only a hint).
 _OWNERS_KEPT = 1 << 20
+#: Smallest size a worker's result store reaches before it starts a new one (see parpass.parallel.store).
+_STORE_MIN = 64 << 20
 #: How many times a wave runs again on a new pool after losing its pool to a fault that is not its own
 #: (a worker that died idle, another thread's crash); after that it runs in-process.
 _RETRIES = 3
@@ -256,14 +258,16 @@ class ParallelExecutor:
         names = tuple(p.info.name for p in passes)
         all_names = mod.names()
         position = {name: i for i, name in enumerate(all_names)}
+        entries = _entries(mod, names)
         wave = _WaveInput(
             pickled,
             dumps_for_workers(ctx.snapshot()),
             all_names,
-            [_encoded(mod, name, names) for name in all_names],
+            [data for _, data, _, _ in entries],
+            [location for _, _, _, location in entries],  # type: ignore[misc]
             msgspec.msgpack.encode(dict(mod.attrs)),
             bool(ctx.instruments),
-            [mod.known_digest(name) or b"" for name in all_names],
+            [digest or b"" for _, _, digest, _ in entries],
             cfg.cache_bytes,
         )
         indices = [position[name] for name in targets]
@@ -336,16 +340,31 @@ class ParallelExecutor:
         """
         parent = 0.0
         t0 = time.perf_counter()
+        directory = scratch_dir()
+        crew.begin_wave(directory)
+        store_limit = max(_STORE_MIN, 4 * sum(map(len, wave.functions)) // crew.size)
+        locations = list(wave.locations)
+        unplaced = [i for i, location in enumerate(locations) if location is None or location[0] not in crew.stores]
+        if unplaced:  # bytes no live store holds: into the parent's own store, once for the crew's life
+            blobs = [wave.functions[i] for i in unplaced]
+            path, offsets = crew.place(directory, store_limit, blobs)
+            for i, offset, data in zip(unplaced, offsets, blobs, strict=True):
+                locations[i] = (path, offset, len(data))
+                mod.record_location(wave.names[i], locations[i])
+        live = {path: i for i, path in enumerate(crew.stores)}
+        placed = [(live[path], offset, length) for path, offset, length in locations]  # type: ignore[misc]
         wave_path = write_wave(
             wave.passes,
             wave.context,
             wave.names,
-            wave.functions,
+            list(crew.stores),
+            placed,
             wave.attrs,
             wave.record,
             wave.digests,
             0,
             wave.cache_bytes,
+            store_limit,
         )
         try:
             owners = [crew.owners.get(wave.digests[i]) if wave.digests[i] else None for i in indices]
@@ -366,9 +385,16 @@ class ParallelExecutor:
                         )
                         _add_note(error, "parpass: remote traceback (worker process):\n" + answer.traceback.rstrip())
                         self._fail_crash(error, names, [], [], mod, ctx, passes, cfg)
-                    assert isinstance(answer, ChunkDone)
+                    assert isinstance(answer, ChunkDone) and answer.wave == wave_path
                     outstanding[seat] -= 1
                     run.answers.append((seat, answer))
+                    if answer.store:
+                        reader = crew.store(seat, answer.store)
+                        run.views.extend(
+                            reader.view(r.offset, r.length) if r.offset >= 0 else None for r in answer.results
+                        )
+                    else:
+                        run.views.extend(None for _ in answer.results)
                     self._hand_out(crew, dispatcher, seat, wave_path, outstanding, run)
                 parent += time.perf_counter() - t1
                 if cfg.timeout > 0:
@@ -474,13 +500,17 @@ class ParallelExecutor:
     @staticmethod
     def _merge(run: _Run, mod: IRModule, all_names: list[str]) -> IRModule:
         out = mod.copy()
+        views = iter(run.views)
         for _, answer in run.answers:
             for result in answer.results:
                 name = all_names[result.index]
-                if result.data is None:
+                view = next(views)
+                if view is None:
                     out.record_digest(name, result.digest)
                 else:
-                    out.set_encoded_function(name, result.data, digest=result.digest)
+                    location = (answer.store, result.offset, result.length)
+                    same = mod if result.same_head else None
+                    out.set_encoded_function(name, view, None, result.digest, location=location, same_head_as=same)
         return out
 
     def _replay_and_raise(
@@ -556,13 +586,15 @@ def _stage_timing(results: Sequence[ChunkDone], stage: int) -> StageTiming:
     )
 
 
-class _WaveInput(msgspec.Struct, frozen=True):
+class _WaveInput(msgspec.Struct, frozen=True, dict=False):
     """What the wave file of every attempt of one wave holds (see :func:`~parpass.parallel.wave.write_wave`)."""
 
     passes: bytes
     context: bytes
     names: list[str]
-    functions: list[bytes]
+    functions: list[bytes | memoryview]
+    #: where the executor's workers stored each function's bytes, if they did: (store path, offset, length)
+    locations: list[tuple[str, int, int] | None]
     attrs: bytes
     record: bool
     digests: list[bytes]
@@ -574,6 +606,7 @@ class _Run:
 
     def __init__(self) -> None:
         self.answers: list[tuple[int, ChunkDone]] = []
+        self.views: list[memoryview | None] = []  # per result, in answer order: its new bytes (None: unchanged)
         self.chunks = 0
         self.stolen = 0
         self.parent_seconds = 0.0  # handing out chunks and taking in answers (the rest of the wait is the workers')
@@ -644,11 +677,21 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
     replay(pending)
 
 
-def _encoded(mod: IRModule, name: str, names: tuple[str, ...]) -> bytes:
+def _entries(mod: IRModule, names: tuple[str, ...]) -> list[tuple[str, bytes | memoryview, bytes | None, object]]:
+    """The module's functions as a wave ships them (see :meth:`IRModule.encoded_entries`)."""
+    try:
+        return mod.encoded_entries()
+    except (OverflowError, UnicodeEncodeError, TypeError):
+        for name in mod.names():  # find the function and say what in it
+            _encoded(mod, name, names)
+        raise
+
+
+def _encoded(mod: IRModule, name: str, names: tuple[str, ...]) -> bytes | memoryview:
     """Function ``name`` of ``mod`` as the bytes a wave ships; an IRError naming the function and the
     place when it holds what the IR cannot encode (a pass built an integer beyond 64 bits, say)."""
     try:
-        return mod.encoded_function(name)
+        return mod.encoded_buffer(name)
     except (OverflowError, UnicodeEncodeError, TypeError) as err:
         where = node_problem(mod[name]) or str(err)
         raise IRError(

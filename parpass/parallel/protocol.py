@@ -58,11 +58,17 @@ class TaskError(msgspec.Struct, array_like=True):
 
 
 class Result(msgspec.Struct, array_like=True):
-    """One function's outcome: its new bytes (None when no pass changed it) and the digest of its bytes."""
+    """One function's outcome: where its new bytes lie in the chunk's store, and the digest of its bytes.
+
+    ``offset`` is -1 when no pass changed it (``digest`` is then that of the bytes it came in);
+    ``same_head`` says its class and attributes are those it came in with.
+    """
 
     index: int
-    data: bytes | None
+    offset: int
+    length: int
     digest: bytes
+    same_head: bool = True
 
 
 class StageEmissions(msgspec.Struct, array_like=True):
@@ -76,6 +82,8 @@ class StageEmissions(msgspec.Struct, array_like=True):
 class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     """Everything one chunk sends back: results, captured output, errors, timings, cache use."""
 
+    wave: str = ""  # the wave file it ran (a check that no answer of an earlier wave is taken for this one)
+    store: str = ""  # the result store the changed functions' bytes were appended to
     results: list[Result] = []
     emissions: list[StageEmissions] = []
     errors: list[TaskError] = []

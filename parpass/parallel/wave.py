@@ -37,6 +37,8 @@ from typing import NamedTuple
 
 import msgspec
 
+from parpass.parallel.store import StoreReader, write_all
+
 _SLOT = struct.Struct("<qdq")  # function index + 1 (0: idle), start time (time.monotonic), worker pid
 _LEN = struct.Struct("<Q")
 
@@ -47,16 +49,29 @@ class WaveHeader(msgspec.Struct, frozen=True, array_like=True):
     passes: bytes  # cloudpickle of the list of passes of the chain
     context: bytes  # cloudpickle of the PassContext snapshot
     names: list[str]  # all functions of the module, in module order
-    offsets: list[int]  # function i is data[offsets[i]:offsets[i + 1]]
+    stores: list[str]  # the stores the functions' bytes lie in (see parpass.parallel.store)
+    where: list[int]  # function i lies in stores[where[i]]
+    offsets: list[int]  # ... at offsets[i]
+    lengths: list[int]  # ... and is lengths[i] bytes long
     module_attrs: bytes  # msgpack of the module attributes
     record_instruments: bool  # record nested instrument callbacks for replay
     digests: list[bytes]  # digest of function i's bytes, b"" where the parent does not know it
     session: int  # the top-level pass call the wave belongs to (resident functions are tagged with it)
     cache_budget: int  # encoded bytes of functions a worker may keep resident
+    store_limit: int  # bytes past which a worker starts a new result store
 
 
 #: Environment variable naming the directory for scratch files (default: /dev/shm, else the temp directory).
 SCRATCH_DIR_ENV = "PARPASS_SCRATCH_DIR"
+
+
+#: /dev/shm with less room than this (a container's default is 64 MB) is passed over for the temp directory.
+_SHM_MIN_FREE = 1 << 30
+
+
+def scratch_dir() -> str:
+    """Where the parent and its workers put wave files and result stores (see :data:`SCRATCH_DIR_ENV`)."""
+    return _scratch_dir()
 
 
 def _scratch_dir() -> str:
@@ -65,7 +80,10 @@ def _scratch_dir() -> str:
         return chosen
     shm = "/dev/shm"
     if os.path.isdir(shm) and os.access(shm, os.W_OK):
-        return shm
+        with contextlib.suppress(OSError):
+            stat = os.statvfs(shm)
+            if stat.f_bavail * stat.f_frsize >= _SHM_MIN_FREE:
+                return shm
     return tempfile.gettempdir()
 
 
@@ -73,56 +91,71 @@ def write_wave(
     passes: bytes,
     context: bytes,
     names: Sequence[str],
-    functions: Sequence[bytes],
+    stores: list[str],
+    placed: Sequence[tuple[int, int, int]],
     module_attrs: bytes,
     record_instruments: bool,
     digests: list[bytes],
     session: int,
     cache_budget: int,
+    store_limit: int,
 ) -> str:
-    """Write the wave file and return its path (the caller removes it)."""
-    offsets = [0]
-    for data in functions:
-        offsets.append(offsets[-1] + len(data))
+    """Write the wave file and return its path (the caller removes it).
+
+    Function i lies where ``placed[i]`` says: (index in ``stores``, offset, length).
+    """
+    where = [place[0] for place in placed]
+    offsets = [place[1] for place in placed]
+    lengths = [place[2] for place in placed]
     header = msgspec.msgpack.encode(
         WaveHeader(
-            passes, context, list(names), offsets, module_attrs, record_instruments, digests, session, cache_budget
+            passes,
+            context,
+            list(names),
+            stores,
+            where,
+            offsets,
+            lengths,
+            module_attrs,
+            record_instruments,
+            digests,
+            session,
+            cache_budget,
+            store_limit,
         )
     )
     fd, path = tempfile.mkstemp(prefix=f"parpass-wave-{os.getpid()}-", suffix=".bin", dir=_scratch_dir())
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(_LEN.pack(len(header)))
-            out.write(header)
-            out.writelines(functions)
+        write_all(fd, [_LEN.pack(len(header)), header])
     except BaseException:  # a full disk, Ctrl-C: the caller never learns the path
+        os.close(fd)
         remove(path)
         raise
+    os.close(fd)
     return path
 
 
 class WaveFile:
-    """A worker's read-only mapping of a wave file."""
+    """A worker's read-only mapping of a wave file, and of the result stores it refers to."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, readers: dict[str, StoreReader]) -> None:
         self.path = path
         _served_dirs.add(os.path.dirname(path))
         with open(path, "rb") as handle:
             self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        view = memoryview(self._map)
-        (header_len,) = _LEN.unpack_from(view, 0)
-        self.header = msgspec.msgpack.decode(view[_LEN.size : _LEN.size + header_len], type=WaveHeader)
-        self._data = view[_LEN.size + header_len :]
+        (header_len,) = _LEN.unpack_from(self._map, 0)
+        self.header = header = msgspec.msgpack.decode(self._map[_LEN.size : _LEN.size + header_len], type=WaveHeader)
+        for gone in set(readers) - set(header.stores):
+            readers.pop(gone).close()
+        self._stores = [readers.setdefault(p, StoreReader(p)) for p in header.stores]
 
     def function_bytes(self, index: int) -> memoryview:
-        offsets = self.header.offsets
-        return self._data[offsets[index] : offsets[index + 1]]
+        header = self.header
+        return self._stores[header.where[index]].view(header.offsets[index], header.lengths[index])
 
     def close(self) -> None:
-        """Unmap the file (views of it still handed out keep the mapping alive until they go)."""
-        with contextlib.suppress(BufferError):  # a slice of it is still alive somewhere: the GC unmaps it
-            self._data.release()
-            self._map.close()
+        """Unmap the file."""
+        self._map.close()
 
 
 class Busy(NamedTuple):

@@ -54,6 +54,7 @@ from parpass.parallel.protocol import (
     encode,
 )
 from parpass.parallel.resident import ResidentCache, digest_of
+from parpass.parallel.store import StoreReader, StoreWriter
 from parpass.parallel.wave import ProgressSlots, WaveFile
 from parpass.transform.context import PassContext
 from parpass.transform.executor import view_reason
@@ -125,8 +126,8 @@ def pack_passes(passes: Sequence[FunctionLevelPass]) -> bytes:
 class _Wave:
     """A worker's state for one wave: the file, the passes, the context, the stage views."""
 
-    def __init__(self, path: str, cache: ResidentCache) -> None:
-        self.file = WaveFile(path)
+    def __init__(self, path: str, cache: ResidentCache, readers: dict[str, StoreReader]) -> None:
+        self.file = WaveFile(path, readers)
         header = self.file.header
         self.session = header.session
         self.cache = cache
@@ -224,10 +225,12 @@ def applies(p: FunctionLevelPass, func: BaseFunc) -> bool:
 class _Seat:
     """A worker's serving state: its resident functions and the wave it serves now."""
 
-    def __init__(self, seat: int, progress: ProgressSlots) -> None:
+    def __init__(self, seat: int, progress: ProgressSlots, store_prefix: str) -> None:
         self.seat = seat
         self.progress = progress
         self.cache = ResidentCache(0)
+        self.store = StoreWriter(store_prefix)
+        self.readers: dict[str, StoreReader] = {}
         self.wave: _Wave | None = None
 
     def wave_of(self, path: str) -> _Wave:
@@ -236,7 +239,7 @@ class _Seat:
             if wave is not None:  # a worker serves one wave at a time
                 self.wave = None
                 wave.close()
-            wave = self.wave = _Wave(path, self.cache)
+            wave = self.wave = _Wave(path, self.cache, self.readers)
         return wave
 
     def close(self) -> None:
@@ -244,9 +247,15 @@ class _Seat:
             self.wave.close()
             self.wave = None
         self.cache.clear()
+        self.store.close()
+        for reader in self.readers.values():
+            reader.close()
+        self.readers.clear()
 
 
-def serve(address: str, authkey: bytes, seat: int, progress_path: str, seats: int, idle: float) -> int:
+def serve(
+    address: str, authkey: bytes, seat: int, progress_path: str, seats: int, idle: float, store_prefix: str
+) -> int:
     """The task a crew seat runs: serve the parent's chunks on this worker until it stops us.
 
     Returns the number of chunks served when the parent closes the connection
@@ -256,7 +265,7 @@ def serve(address: str, authkey: bytes, seat: int, progress_path: str, seats: in
     from multiprocessing.connection import Client
 
     progress = ProgressSlots(progress_path, seats, create=False)
-    state = _Seat(seat, progress)
+    state = _Seat(seat, progress, store_prefix)
     served = 0
     try:
         with Client(address, family="AF_UNIX", authkey=authkey) as conn:
@@ -283,7 +292,7 @@ def serve(address: str, authkey: bytes, seat: int, progress_path: str, seats: in
 
 def _serve_chunk(state: _Seat, message: RunChunk) -> ChunkDone | WorkerFailure:
     try:
-        return run_chunk(state.wave_of(message.wave), message.indices, state.progress, state.seat)
+        return run_chunk(state.wave_of(message.wave), message.indices, state.progress, state.seat, state.store)
     except BaseException as err:  # a wave this worker cannot run at all: the parent reports it
         if state.wave is not None:
             state.wave.close()
@@ -292,12 +301,12 @@ def _serve_chunk(state: _Seat, message: RunChunk) -> ChunkDone | WorkerFailure:
         return WorkerFailure(type(err).__qualname__, _text(err), text)
 
 
-def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot: int) -> ChunkDone:
-    """Apply the wave's chain of passes to the functions ``indices``."""
+def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot: int, store: StoreWriter) -> ChunkDone:
+    """Apply the wave's chain of passes to the functions ``indices``; their new bytes go to ``store``."""
     start = time.perf_counter()
     gc_was_enabled = gc.isenabled()
     gc.disable()  # setting up and decoding build many small objects: collecting costs several times the work
-    out = ChunkDone()
+    out = ChunkDone(wave.file.path)
     try:
         names = wave.file.header.names
         capture, recorder, ctx, views = wave.capture, wave.recorder, wave.ctx, wave.views
@@ -337,7 +346,7 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot
                 out.stage_wall.append(time.perf_counter() - stage_start)
                 out.stage_cpu.append(time.process_time() - stage_cpu)
             progress.idle(slot)
-            _results(wave, indices, originals, funcs, failed, changed_by, out)
+            _results(wave, indices, originals, funcs, failed, changed_by, store, out)
     finally:
         progress.idle(slot)
         if gc_was_enabled:
@@ -355,28 +364,38 @@ def _results(
     funcs: Sequence[BaseFunc | None],
     failed: Sequence[bool],
     changed_by: Sequence[int],
+    store: StoreWriter,
     out: ChunkDone,
 ) -> None:
-    """Encode what the chain changed, keep every final function resident, and list the results."""
-    names = wave.file.header.names
+    """Encode what the chain changed into ``store``, keep every final function resident, list the results."""
+    header = wave.file.header
     cache, session = wave.cache, wave.session
+    blobs: list[bytes] = []
+    changed: list[Result] = []
     for k, index in enumerate(indices):
-        func = funcs[k]
-        if func is None or failed[k]:
+        func, original = funcs[k], originals[k]
+        if func is None or original is None or failed[k]:
             continue
-        if func is originals[k]:
-            out.results.append(Result(index, None, wave.digest(index)))
+        if func is original:
+            out.results.append(Result(index, -1, 0, wave.digest(index)))
             continue
         try:
             data = encode_function(func)
         except Exception as err:  # a value the IR cannot hold: an error of the pass that returned it
             stage = changed_by[k]
-            attach_pass_note(err, wave.passes[stage].info.name, names[index])
+            attach_pass_note(err, wave.passes[stage].info.name, header.names[index])
             out.errors.append(_task_error(stage, index, err))
             continue
         digest = digest_of(data)
         cache.put(digest, func, len(data), session)
-        out.results.append(Result(index, data, digest))
+        same_head = type(func) is type(original) and (func.attrs is original.attrs or func.attrs == original.attrs)
+        changed.append(Result(index, len(blobs), len(data), digest, same_head))
+        blobs.append(data)
+    if blobs:
+        out.store, offsets = store.append(os.path.dirname(wave.file.path), header.store_limit, blobs)
+        for result in changed:
+            result.offset = offsets[result.offset]
+    out.results.extend(changed)
 
 
 def _inputs(

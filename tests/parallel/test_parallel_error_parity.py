@@ -12,7 +12,7 @@ import linecache
 import traceback
 
 import pytest
-from parallel_support import module_bytes, parallel_ctx, worker_pids
+from parallel_support import leftovers, module_bytes, parallel_ctx, worker_pids
 from ptest_error_passes import (
     raises_keyboard_interrupt,
     raises_system_exit,
@@ -76,7 +76,7 @@ def test_pass_code_exception_is_the_serial_one_and_the_pool_survives(  # type: i
     assert _pass_notes(parallel) == expected
     assert worker_pids() == pids  # the same workers: nothing was torn down
     assert module_bytes(small_module) == before
-    assert list(scratch.iterdir()) == []
+    assert leftovers(scratch) == []
     with parallel_ctx(2):
         count_bindings(small_module)
     assert worker_pids() == pids
@@ -101,7 +101,7 @@ def test_unencodable_result_is_an_error_of_that_pass_on_that_function(  # type: 
     assert _pass_notes(parallel) == [f"{NOTE}'ReturnsUnencodable' on function 'main'"]
     assert "NotEncodable" in str(parallel)
     assert worker_pids() == pids
-    assert list(scratch.iterdir()) == []
+    assert leftovers(scratch) == []
 
 
 class InstrumentFailure(RuntimeError):

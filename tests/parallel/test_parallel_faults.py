@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 
 import pytest
-from parallel_support import alive, module_bytes, parallel_ctx, worker_pids
-from ptest_passes import count_bindings, exits_on_any, exits_worker, fails_on_some, segfaults, sleeps
+from parallel_support import alive, leftovers, module_bytes, parallel_ctx, worker_pids
+from ptest_passes import count_bindings, exits_worker, fails_on_some, segfaults, sleeps
 
 from parpass.errors import PassTimeoutError, WorkerCrashedError
-from parpass.ir import IRModule
+from parpass.ir import IRModule, structural_hash
 from parpass.parallel import LokyBackend, get_backend, load_reproducer, reproduce, set_backend
 from parpass.parallel.backend import BrokenPool
 
@@ -52,7 +54,7 @@ def test_worker_death_names_pass_and_function_and_leaves_nothing(  # type: ignor
     assert "'main'" in str(err) and crashing_pass.info.name in str(err)
     assert module_bytes(small_module) == before
     assert _wait_gone(pids) == []
-    assert list(scratch.iterdir()) == []  # no wave, progress or output file left
+    assert leftovers(scratch) == []  # no wave, progress or output file left
     # the pool is rebuilt and the next pass works
     with parallel_ctx(2):
         out = count_bindings(small_module)
@@ -72,36 +74,75 @@ def test_a_pool_broken_before_a_submission_is_rebuilt() -> None:
         backend.shutdown()
 
 
-class _SubmitsAfterACrash:
-    """A backend that holds every submission after the first until that first one failed.
+class _HoldsChunksUntilADeath:
+    """A backend whose crews send the first chunk of a wave, then hold every later chunk until the worker
+    that took the first one has died (the pass kills its worker on the first function it runs).
 
     This makes certain the race CI once hit: a worker dies while the parent is
-    still handing out the chunks of the same wave.
+    still handing out the chunks of the same wave, to the other seat and to the
+    dead one.
     """
 
-    def __init__(self, inner: LokyBackend) -> None:
+    def __init__(self, inner: LokyBackend, marker: str) -> None:
         self.inner = inner
-        self.first: object = None
+        self.marker = marker
+        self.held = 0  # chunks sent after the death
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
 
-    def submit(self, num_workers, fn, *args):  # type: ignore[no-untyped-def]
-        if self.first is None:
-            self.first = self.inner.submit(num_workers, fn, *args)
-            return self.first
-        self.first.exception(timeout=60)  # type: ignore[attr-defined]
-        return self.inner.submit(num_workers, fn, *args)
+    @contextlib.contextmanager
+    def crew(self, num_workers: int) -> Iterator[object]:
+        with self.inner.crew(num_workers) as crew:
+            yield _HeldCrew(crew, self)
+
+    def wait_for_the_death(self) -> None:
+        deadline = time.monotonic() + 60
+        while True:
+            assert time.monotonic() < deadline, "no worker ran the first chunk"
+            try:
+                with open(self.marker) as handle:
+                    pid = int(handle.read().split()[0])
+                break
+            except (FileNotFoundError, IndexError, ValueError):  # not written yet
+                time.sleep(0.01)
+        assert _wait_gone([pid], 60) == [], "the worker that took the first chunk did not die"
 
 
-def test_a_worker_dying_while_chunks_are_submitted_is_a_clear_crash(small_module: IRModule) -> None:
+class _HeldCrew:
+    def __init__(self, crew: object, backend: _HoldsChunksUntilADeath) -> None:
+        self._crew = crew
+        self._backend = backend
+        self._sent = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._crew, name)
+
+    def run(self, seat: int, wave: str, indices: list[int]) -> None:
+        if self._sent:
+            self._backend.wait_for_the_death()
+            self._backend.held += 1
+        self._sent += 1
+        self._crew.run(seat, wave, indices)  # type: ignore[attr-defined]
+
+
+def test_a_worker_dying_while_chunks_are_handed_out_is_a_clear_crash(small_module: IRModule, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from parallel_support import dies_first
+
     before = module_bytes(small_module)
-    previous = set_backend(_SubmitsAfterACrash(LokyBackend()))  # type: ignore[arg-type]
+    marker = str(tmp_path / "died")
+    backend = _HoldsChunksUntilADeath(LokyBackend(), marker)
+    previous = set_backend(backend)  # type: ignore[arg-type]
     try:
         with pytest.raises(WorkerCrashedError) as info, parallel_ctx(2):
-            exits_on_any(small_module)
-        assert "ExitsOnAny" in str(info.value)
-        assert info.value.functions  # the function the dead worker was running
+            dies_first(marker)(small_module)
+        assert backend.held > 0  # chunks went out after the death, the race is certain
+        err = info.value
+        assert "DiesFirst" in str(err) and err.pass_name == "'DiesFirst'"
+        with open(marker) as handle:
+            _, digest = handle.read().split()
+        # the function the dead worker was running, by its structural hash
+        assert err.functions and str(structural_hash(small_module[err.functions[0]])) == digest
         assert module_bytes(small_module) == before
     finally:
         set_backend(previous).shutdown()
@@ -120,7 +161,7 @@ def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule
     assert "0.5s" in str(info.value) and "Sleeps" in str(info.value)
     assert isinstance(info.value, TimeoutError)
     assert _wait_gone(pids) == []
-    assert list(scratch.iterdir()) == []
+    assert leftovers(scratch) == []
     with parallel_ctx(2):
         count_bindings(small_module)
 

@@ -1,4 +1,4 @@
-"""How the executor decides where a wave runs and cuts it into chunks, and what a wave leaves behind."""
+"""How the executor decides where a wave runs, who runs what, what a worker keeps, and what a wave leaves behind."""
 
 from __future__ import annotations
 
@@ -11,52 +11,252 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from parallel_support import module_bytes, parallel_ctx
+from parallel_support import leftovers, module_bytes, parallel_ctx
 from ptest_passes import chatty, count_bindings, keep_even
 
 from parpass.ir import IRModule
+from parpass.ir.node import BaseFunc
 from parpass.parallel import get_backend
-from parpass.parallel.cost import MIN_CHUNK_SHARE, CostModel, plan_chunks
+from parpass.parallel.cost import CostModel
+from parpass.parallel.resident import DIGEST_SIZE, ResidentCache, digest_of
+from parpass.parallel.schedule import MIN_CHUNK_SHARE, Dispatcher
 from parpass.testing import random_module
 from parpass.transform import PassContext
 
 # ---------------------------------------------------------------------------------------------------------------------
-# chunks
+# who runs what: the Dispatcher
 
 
-@given(sizes=st.lists(st.integers(1, 100_000), max_size=300), workers=st.integers(1, 8))
-def test_chunks_cover_every_function_once_in_module_order_within_a_chunk(sizes: list[int], workers: int) -> None:
-    chunks = plan_chunks(sizes, workers)
-    assert sorted(i for chunk in chunks for i in chunk) == list(range(len(sizes)))
-    assert all(chunk and chunk == sorted(chunk) for chunk in chunks)
+def _hand_out(dispatcher: Dispatcher, requests: list[int]) -> list[tuple[int, list[int]]]:
+    """Ask for chunks as seats ``requests`` (cycled) do, until the whole wave is handed out: (seat, chunk) in order."""
+    out: list[tuple[int, list[int]]] = []
+    done = [False] * dispatcher.seats
+    for seat in itertools.cycle(requests):
+        if all(done[s] for s in set(requests)):
+            break
+        chunk = dispatcher.next_chunk(seat)
+        if chunk:
+            out.append((seat, chunk))
+        else:
+            done[seat] = True
+    return out
 
 
-def test_no_functions_no_chunks() -> None:
-    assert plan_chunks([], 4) == []
+@st.composite
+def _waves(draw: st.DrawFn) -> tuple[list[int], list[int], list[int | None], int, list[int]]:
+    seats = draw(st.integers(1, 5))
+    n = draw(st.integers(0, 200))
+    targets = sorted(draw(st.lists(st.integers(0, 10_000), min_size=n, max_size=n, unique=True)))
+    sizes = draw(st.lists(st.integers(1, 100_000), min_size=n, max_size=n))
+    owners = draw(st.lists(st.one_of(st.none(), st.integers(0, seats + 1)), min_size=n, max_size=n))
+    requests = draw(st.lists(st.integers(0, seats - 1), min_size=1, max_size=12))
+    return targets, sizes, owners, seats, requests
 
 
-def test_chunks_go_largest_first_and_shrink_towards_the_end() -> None:
+@given(wave=_waves())
+def test_every_target_is_handed_out_exactly_once_each_chunk_in_module_order(wave) -> None:  # type: ignore[no-untyped-def]
+    targets, sizes, owners, seats, requests = wave
+    dispatcher = Dispatcher(targets, sizes, owners, seats)
+    assert dispatcher.remaining() == len(targets)
+    handed = _hand_out(dispatcher, requests)
+    got = [i for _, chunk in handed for i in chunk]
+    assert sorted(got) == targets  # every target once: none lost, none twice
+    assert all(chunk and chunk == sorted(chunk) for _, chunk in handed)
+    assert dispatcher.remaining() == 0
+    assert all(dispatcher.next_chunk(seat) == [] for seat in range(seats))  # and nothing more, to anyone
+
+
+@given(wave=_waves())
+def test_the_same_wave_is_handed_out_the_same_way(wave) -> None:  # type: ignore[no-untyped-def]
+    targets, sizes, owners, seats, requests = wave
+    first = Dispatcher(targets, sizes, owners, seats)
+    second = Dispatcher(targets, sizes, owners, seats)
+    assert _hand_out(first, requests) == _hand_out(second, requests)
+    assert first.stolen == second.stolen
+
+
+@given(wave=_waves())
+def test_a_seat_gets_its_own_functions_before_it_steals(wave) -> None:  # type: ignore[no-untyped-def]
+    """Until a seat first steals, it runs only what it holds or was given as nobody's: never another's."""
+    targets, sizes, owners, seats, requests = wave
+    owner = {t: o for t, o in zip(targets, owners, strict=True) if o is not None and o < seats}
+    dispatcher = Dispatcher(targets, sizes, owners, seats)
+    stole = [False] * seats
+    for seat in itertools.islice(itertools.cycle(requests), 4 * len(targets) + 4):
+        before = dispatcher.stolen
+        chunk = dispatcher.next_chunk(seat)
+        stole[seat] = stole[seat] or dispatcher.stolen > before
+        if not stole[seat]:
+            assert all(owner.get(i, seat) == seat for i in chunk), (seat, chunk, owner)
+
+
+def test_owners_get_their_own_functions_first() -> None:
+    targets = list(range(40))
+    owners: list[int | None] = [i % 2 for i in targets]
+    dispatcher = Dispatcher(targets, [100] * 40, owners, 2)
+    for _ in range(3):
+        assert set(dispatcher.next_chunk(0)) <= set(range(0, 40, 2))
+        assert set(dispatcher.next_chunk(1)) <= set(range(1, 40, 2))
+    assert dispatcher.stolen == 0
+
+
+def test_a_seat_whose_queue_runs_dry_steals_the_smallest_of_the_fullest_queue() -> None:
+    sizes = [1000 - 10 * i for i in range(40)]  # function i is larger than i + 1
+    dispatcher = Dispatcher(list(range(40)), sizes, [0] * 40, 2)  # seat 0 holds everything
+    stolen = dispatcher.next_chunk(1)
+    assert stolen and dispatcher.stolen >= len(stolen)
+    moved = dispatcher.stolen
+    own, stolen_back = _own_chunks(dispatcher, 0)
+    kept = [i for chunk in own for i in chunk]
+    assert len(kept) == 40 - moved and kept  # the holder keeps the rest...
+    assert max(kept) < min(stolen)  # ...the largest: the thief took from the small end
+    rest = [i for _, chunk in _hand_out(dispatcher, [1, 0]) for i in chunk]
+    assert sorted(stolen + kept + stolen_back + rest) == list(range(40))
+
+
+def _own_chunks(dispatcher: Dispatcher, seat: int) -> tuple[list[list[int]], list[int]]:
+    """The chunks ``seat`` gets, asking alone, until its own queue runs dry; and the chunk it then got by
+    stealing (empty when there was nothing left to steal)."""
+    chunks: list[list[int]] = []
+    while True:
+        before = dispatcher.stolen
+        chunk = dispatcher.next_chunk(seat)
+        if not chunk or dispatcher.stolen > before:
+            return chunks, chunk
+        chunks.append(chunk)
+
+
+def test_nobody_s_functions_are_shared_out_by_size() -> None:
+    """Functions no seat holds go to the seat with the least work queued, largest first: even shares."""
+    sizes = [5000, 100, 100, 100, 100, 100, 100, 100, 100, 4000, 1000]
+    dispatcher = Dispatcher(list(range(len(sizes))), sizes, [None] * len(sizes), 2)
+    first = dispatcher.next_chunk(1)
+    assert 9 in first and 0 not in first  # the two largest went to different seats
+    own = [first, *_own_chunks(dispatcher, 1)[0]]
+    assert sum(sizes[i] for c in own for i in c) == sum(sizes) // 2
+
+
+def test_owners_beyond_the_seats_count_as_nobody() -> None:
+    """After a resize, the executor's hints may name seats the crew no longer has."""
+    dispatcher = Dispatcher(list(range(10)), [10] * 10, [7] * 10, 2)
+    handed = _hand_out(dispatcher, [0, 1])
+    assert {seat for seat, _ in handed} == {0, 1} and dispatcher.stolen == 0
+
+
+def test_chunks_shrink_towards_the_end_of_a_queue() -> None:
     rng = random.Random(0)
     sizes = [rng.randint(100, 5000) for _ in range(2000)]
-    total = sum(sizes)
-    chunks = plan_chunks(sizes, 2)
-    shares = [sum(sizes[i] for i in chunk) / total for chunk in chunks]
-    # factoring: a batch of one chunk per worker, each half of what is left divided among the workers
-    assert shares[0] == pytest.approx(0.25, abs=0.01) and shares[1] == pytest.approx(0.25, abs=0.01)
-    assert shares[2] == pytest.approx(0.125, abs=0.01) and shares[3] == pytest.approx(0.125, abs=0.01)
-    assert all(later <= earlier + 0.005 for earlier, later in itertools.pairwise(shares))
-    # the floor (a round trip per chunk is not free); the last chunk takes what is left
-    assert min(shares[:-1]) >= MIN_CHUNK_SHARE / 2
-    assert len(chunks) <= 16
-    biggest = sorted(range(len(sizes)), key=lambda i: -sizes[i])[:50]
-    assert set(biggest) <= set(chunks[0])  # the biggest functions never come last
+    dispatcher = Dispatcher(list(range(2000)), sizes, [None] * 2000, 2)
+    chunks, _ = _own_chunks(dispatcher, 0)
+    shares = [sum(sizes[i] for i in c) / sum(sizes) for c in chunks]
+    # factoring: each chunk half of what the seat has left (its queue is half the wave), down to a floor
+    assert shares[0] == pytest.approx(0.25, abs=0.01)
+    assert shares[1] == pytest.approx(0.125, abs=0.01)
+    assert all(later <= earlier + 0.005 for earlier, later in itertools.pairwise(shares[:-1]))
+    assert min(shares[:-1]) >= MIN_CHUNK_SHARE / 2  # the floor (a round trip per chunk is not free)
+    assert sum(shares) == pytest.approx(0.5, abs=0.01) and len(chunks) <= 40
+    biggest = sorted(range(2000), key=lambda i: -sizes[i])[:50]
+    assert set(biggest) <= set(chunks[0]) | set(dispatcher.next_chunk(1))  # the biggest go first, never last
 
 
-def test_one_huge_function_gets_a_chunk_of_its_own() -> None:
-    sizes = [10] * 100 + [1_000_000] + [10] * 100
-    chunks = plan_chunks(sizes, 4)
-    assert chunks[0] == [100]
-    assert len(chunks) > 1  # the small ones are still spread over the other workers
+def test_an_empty_wave_hands_out_nothing() -> None:
+    dispatcher = Dispatcher([], [], [], 3)
+    assert dispatcher.remaining() == 0
+    assert [dispatcher.next_chunk(s) for s in range(3)] == [[], [], []]
+    assert dispatcher.stolen == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# what a worker keeps: the ResidentCache
+
+
+def _funcs(count: int) -> list[BaseFunc]:
+    mod = random_module(num_functions=count, num_prim_funcs=0, size=4, seed=2)
+    return [mod[name] for name in mod.names()][:count]
+
+
+def _key(n: int) -> bytes:
+    return digest_of(str(n).encode())
+
+
+def test_the_cache_evicts_the_least_recently_used_by_encoded_size() -> None:
+    a, b, c, d = _funcs(4)
+    cache = ResidentCache(1000)
+    cache.put(_key(1), a, 400, session=1)
+    cache.put(_key(2), b, 400, session=1)
+    assert cache.get(_key(1), session=1) is a  # 1 is now the most recently used
+    cache.put(_key(3), c, 400, session=1)  # 1200 > 1000: the least recently used (2) goes
+    assert cache.get(_key(2), session=1) is None
+    assert cache.get(_key(1), session=1) is a and cache.get(_key(3), session=1) is c
+    assert cache.size == 800 and len(cache) == 2
+    cache.put(_key(4), d, 900, session=1)  # room only for itself
+    assert len(cache) == 1 and cache.get(_key(4), session=1) is d and cache.size == 900
+
+
+def test_the_cache_counts_a_function_put_twice_once() -> None:
+    a, b = _funcs(2)
+    cache = ResidentCache(1000)
+    cache.put(_key(1), a, 600, session=1)
+    cache.put(_key(1), a, 600, session=2)
+    assert cache.size == 600 and len(cache) == 1
+    cache.put(_key(2), b, 400, session=2)
+    assert cache.size == 1000 and len(cache) == 2
+
+
+def test_a_function_larger_than_the_budget_is_not_kept_and_evicts_nothing() -> None:
+    a, b = _funcs(2)
+    cache = ResidentCache(1000)
+    cache.put(_key(1), a, 500, session=1)
+    cache.put(_key(2), b, 1001, session=1)
+    assert cache.get(_key(2), session=1) is None
+    assert cache.get(_key(1), session=1) is a and cache.size == 500
+
+
+def test_a_zero_budget_keeps_nothing() -> None:
+    (a,) = _funcs(1)
+    cache = ResidentCache(0)
+    cache.put(_key(1), a, 1, session=1)
+    cache.put(_key(2), a, 0, session=1)  # even an empty encoding: nothing at all is kept
+    assert cache.get(_key(1), session=1) is None
+    assert cache.size == 0
+
+
+def test_forget_drops_what_a_session_last_used() -> None:
+    a, b, c = _funcs(3)
+    cache = ResidentCache(10_000)
+    cache.put(_key(1), a, 100, session=1)
+    cache.put(_key(2), b, 200, session=1)
+    cache.put(_key(3), c, 300, session=2)
+    assert cache.get(_key(2), session=2) is b  # now last used by session 2
+    cache.forget(1)
+    assert cache.get(_key(1), session=3) is None
+    assert cache.get(_key(2), session=2) is b and cache.get(_key(3), session=2) is c
+    assert cache.size == 500
+    cache.forget(2)
+    assert len(cache) == 0 and cache.size == 0
+
+
+def test_resize_evicts_down_to_the_new_budget_least_recently_used_first() -> None:
+    a, b, c = _funcs(3)
+    cache = ResidentCache(1000)
+    for n, func in enumerate((a, b, c)):
+        cache.put(_key(n), func, 300, session=1)
+    cache.get(_key(0), session=1)
+    cache.resize(600)
+    assert cache.get(_key(1), session=1) is None  # the least recently used
+    assert cache.get(_key(0), session=1) is a and cache.get(_key(2), session=1) is c
+    cache.resize(10_000)  # growing keeps everything
+    assert len(cache) == 2
+    cache.resize(0)
+    assert len(cache) == 0 and cache.size == 0
+    cache.put(_key(0), a, 1, session=1)
+    assert len(cache) == 0
+
+
+def test_the_digest_is_of_the_bytes() -> None:
+    assert digest_of(b"abc") == digest_of(memoryview(b"xabc")[1:])
+    assert digest_of(b"abc") != digest_of(b"abd")
+    assert len(digest_of(b"")) == DIGEST_SIZE
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -168,7 +368,7 @@ def test_a_wave_leaves_no_file_behind(small_module: IRModule, history, scratch: 
     with parallel_ctx(2):
         out = keep_even(small_module)
     assert history[-1].parallel and history[-1].chunks > 1
-    assert list(scratch.iterdir()) == []
+    assert leftovers(scratch) == []
     with parallel_ctx(1):
         assert module_bytes(out) == module_bytes(keep_even(small_module))
 

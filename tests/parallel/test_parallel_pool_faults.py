@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from parallel_support import alive, module_bytes, parallel_ctx, worker_pids
+from parallel_support import alive, leftovers, module_bytes, parallel_ctx, worker_pids
 from ptest_passes import count_bindings, exits_worker
 
 from parpass.errors import WorkerCrashedError
@@ -83,7 +83,7 @@ def test_a_pass_with_another_worker_count_after_an_idle_worker_died_neither_hang
         assert module_bytes(out) == expected
         assert len(worker_pids()) == other
     assert _gone(seen - set(worker_pids())) == set()  # every replaced pool's workers are gone
-    assert list(scratch.iterdir()) == []
+    assert leftovers(scratch) == []
 
 
 def test_a_worker_that_died_idle_is_not_the_next_pass_s_error(small_module: IRModule, scratch) -> None:  # type: ignore[no-untyped-def]
@@ -94,7 +94,7 @@ def test_a_worker_that_died_idle_is_not_the_next_pass_s_error(small_module: IRMo
         time.sleep(0.1)
         out = _bounded(lambda: _fold(small_module, 2))  # an innocent pass: rebuilt and run, no error
         assert module_bytes(out) == expected
-    assert list(scratch.iterdir()) == []
+    assert leftovers(scratch) == []
 
 
 def test_a_crash_in_one_thread_is_not_reported_by_pipelines_in_another(scratch) -> None:  # type: ignore[no-untyped-def]
@@ -140,7 +140,7 @@ def test_a_crash_in_one_thread_is_not_reported_by_pipelines_in_another(scratch) 
     assert crashes
     assert all(isinstance(err, WorkerCrashedError) for err in crashes), crashes
     assert all(err.functions[:1] == ("main",) and "ExitsWorker" in str(err) for err in crashes)  # type: ignore[attr-defined]
-    assert list(scratch.iterdir()) == []
+    assert leftovers(scratch) == []
     with parallel_ctx(2):
         count_bindings(innocent)
     assert _gone(seen - set(worker_pids())) == set()

@@ -1,0 +1,100 @@
+"""Result stores: where workers put the bytes of the functions they return, for the parent to keep.
+
+Each worker of a crew appends the bytes of its results to a file of its own (a
+*store*, in the parent's scratch directory, named after the parent) and
+answers with where they lie. The parent maps the file and holds each result as
+a read-only view of it: it copies nothing, and what a worker wrote is the
+parent's to keep even if that worker dies next (the file outlives it; the
+mapping outlives the file). The next wave then tells the workers where each
+function lies instead of writing its bytes again: a wave file carries only the
+bytes of functions that lie in no live store.
+
+A store that grew past its limit is retired: its worker starts a new one, and
+the parent deletes the old file at the start of its next wave (its mapped
+views stay valid for as long as a module holds them). The parent deletes the
+live stores when the crew closes; a worker orphaned by a parent killed
+outright deletes them too (:func:`~parpass.parallel.wave.watch_parent`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import os
+import tempfile
+from collections import deque
+from collections.abc import Sequence
+
+#: Buffers one writev call takes at most (Linux's IOV_MAX).
+_IOV_MAX = 1024
+
+
+class StoreWriter:
+    """A store: appends blobs, rotating to a new file (named ``prefix``...) in ``directory`` once past ``limit``."""
+
+    def __init__(self, prefix: str) -> None:
+        self._prefix = prefix
+        self.path = ""
+        self.size = 0
+        self._fd = -1
+
+    def append(self, directory: str, limit: int, blobs: Sequence[bytes | memoryview]) -> tuple[str, list[int]]:
+        """Append ``blobs``; return the store's path and each blob's offset in it."""
+        if self._fd < 0 or self.size > limit or os.path.dirname(self.path) != directory:
+            self._rotate(directory)
+        offsets = []
+        offset = self.size
+        for blob in blobs:
+            offsets.append(offset)
+            offset += len(blob)
+        write_all(self._fd, blobs)
+        self.size = offset
+        return self.path, offsets
+
+    def _rotate(self, directory: str) -> None:
+        self.close()
+        fd, path = tempfile.mkstemp(prefix=self._prefix, suffix=".bin", dir=directory)
+        self._fd, self.path, self.size = fd, path, 0
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def write_all(fd: int, blobs: Sequence[bytes | memoryview]) -> None:
+    """Write ``blobs`` back to back at ``fd``'s position, without joining them first (a copy)."""
+    pending = deque(memoryview(b) for b in blobs if len(b))
+    while pending:
+        written = os.writev(fd, list(itertools.islice(pending, _IOV_MAX)))
+        while written:
+            first = pending[0]
+            if written >= len(first):
+                written -= len(first)
+                pending.popleft()
+            else:
+                pending[0] = first[written:]
+                written = 0
+
+
+class StoreReader:
+    """A read-only mapping of a store, mapped again (larger) when asked for bytes past its end."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._view: memoryview | None = None
+
+    def view(self, offset: int, length: int) -> memoryview:
+        """The ``length`` bytes at ``offset``, as a view of the mapping (no copy)."""
+        end = offset + length
+        if self._view is None or len(self._view) < end:
+            with open(self.path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size < end:
+                    raise OSError(f"{self.path}: {size} bytes, expected at least {end}")
+                self._view = memoryview(mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ))
+        return self._view[offset:end]
+
+    def close(self) -> None:
+        """Drop this reader's mapping (views handed out keep it alive until they go)."""
+        self._view = None
