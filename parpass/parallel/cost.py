@@ -1,4 +1,4 @@
-"""Whether a wave is worth shipping to workers, and how to cut it into chunks.
+"""Whether a wave is worth shipping to workers (who runs what is :mod:`parpass.parallel.schedule`'s).
 
 The executor learns, per pass (and per fused chain), how many seconds of work
 a byte of IR costs, from every run it makes in-process or in workers, and how
@@ -24,9 +24,6 @@ DEFAULT_OVERHEAD = 4e-3
 DEFAULT_SHIP_RATE = 1e-9
 #: Seconds per byte to decode a function held as bytes, assumed before measured (~100 ms for 7 MB).
 DEFAULT_DECODE_RATE = 14e-9
-#: Smallest chunk, as a share of a wave's work per worker: smaller ones balance the end of a wave
-#: better, but each costs a round trip to the pool.
-MIN_CHUNK_SHARE = 1 / 32
 #: Smoothing of the running estimates (weight of the newest measurement).
 _ALPHA = 0.5
 #: Waves whose overhead the estimate is the median of.
@@ -115,41 +112,3 @@ class CostModel:
         if explore and inline < 1.5 * parallel:
             return False  # measured only in workers, and not by a wide margin: learn the in-process cost once
         return parallel < inline
-
-
-def plan_chunks(sizes: Sequence[int], workers: int) -> list[list[int]]:
-    """Cut positions ``0..len(sizes)-1`` into chunks that keep every worker busy to the end.
-
-    Functions go largest first (ties by position), so that no big function is
-    left for the end. Chunk sizes follow *factoring* (Hummel, Schonberg and
-    Flynn, 1992): chunks are handed out in batches of one per worker, each chunk
-    of a batch holding half of the remaining work divided among the workers,
-    down to a floor of :data:`MIN_CHUNK_SHARE` of the whole. Big early chunks
-    cost few round trips; the small last ones absorb what the size of a
-    function fails to predict about its cost, so the workers finish together.
-    """
-    if not sizes:
-        return []
-    workers = max(workers, 1)
-    order = sorted(range(len(sizes)), key=lambda i: (-sizes[i], i))
-    remaining = float(sum(sizes))
-    floor = max(remaining * MIN_CHUNK_SHARE / workers, 1.0)
-    chunks: list[list[int]] = []
-    current: list[int] = []
-    filled = 0.0
-    target = 0.0
-    left_in_batch = 0
-    for i in order:
-        if not current and left_in_batch == 0:
-            target = max(remaining / (2 * workers), floor)
-            left_in_batch = workers
-        current.append(i)
-        filled += sizes[i]
-        if filled >= target:
-            chunks.append(sorted(current))
-            remaining -= filled
-            current, filled = [], 0.0
-            left_in_batch -= 1
-    if current:
-        chunks.append(sorted(current))
-    return chunks
