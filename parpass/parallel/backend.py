@@ -131,6 +131,14 @@ class Backend(Protocol):
         for a lost pool: the tasks submitted next meet the loss)."""
         ...
 
+    def ready(self, num_workers: int) -> bool:
+        """Whether ``num_workers`` workers are started and loaded; if not, start them without waiting.
+
+        Lets the executor go on in-process while the workers start, and move
+        work to them once they are there.
+        """
+        ...
+
     def worker_pids(self) -> list[int]:
         """Pids of the live workers of the current pool (for tests and diagnostics)."""
         ...
@@ -164,6 +172,7 @@ class _Pool:
         self.size = size
         self.generation = generation
         self.warm = False
+        self.warming: list[Task] = []  # warm-up tasks started without waiting for them
         self.killed = False
         self.retired = False  # replaced (another size, or it refused a task): it takes no new tasks
         self.pending = 0  # tasks submitted and not done
@@ -331,15 +340,36 @@ class LokyBackend:
         pool = self._current(num_workers)
         if pool.warm:
             return
-        from parpass.parallel.worker import warm_up
-
-        tasks = [self._submit(num_workers, warm_up, 0.05) for _ in range(num_workers)]
+        tasks = self._start(pool, num_workers)
         try:
             for task in tasks:
                 task.result(timeout=_WARM_WAIT)
         except Exception:  # a lost or slow pool: the wave's own tasks meet (and report or retry) it
             return
         pool.warm = True
+
+    def _start(self, pool: _Pool, num_workers: int) -> list[Task]:
+        """The warm-up tasks of ``pool``, submitted now unless they already are."""
+        if not pool.warming:
+            from parpass.parallel.worker import warm_up
+
+            pool.warming = [self._submit(num_workers, warm_up, 0.05) for _ in range(num_workers)]
+        return pool.warming
+
+    def ready(self, num_workers: int) -> bool:
+        crew = self._crew
+        if crew is not None and crew.size == num_workers and crew.alive():
+            return True
+        pool = self._current(num_workers)
+        if pool.warm:
+            return True
+        tasks = self._start(pool, num_workers)
+        if all(t.done() for t in tasks):
+            if any(t.exception() is not None for t in tasks):
+                pool.warming = []  # lost while starting: the next look starts it again
+                return False
+            pool.warm = True
+        return pool.warm
 
     @contextlib.contextmanager
     def crew(self, num_workers: int) -> Iterator[Crew]:
@@ -355,6 +385,7 @@ class LokyBackend:
                     crew.close()
                 self.warm(num_workers)
                 crew = self._crew = Crew(self._submit, num_workers, self._crew_idle)
+                _close_crew_before_loky_exits(self)
             try:
                 yield crew
             except BaseException:
@@ -385,10 +416,14 @@ class LokyBackend:
                 self._pool = None
         pool.kill()  # idempotent: a second thread killing the same pool also waits until its workers are gone
 
-    def shutdown(self) -> None:
+    def close_crew(self) -> None:
+        """Let the crew's seats go (their workers stay in the pool)."""
         crew, self._crew = self._crew, None
         if crew is not None:
             crew.close()
+
+    def shutdown(self) -> None:
+        self.close_crew()
         with self._lock:
             pools = list(self._pools.values())
             self._pool = None
@@ -402,6 +437,26 @@ class LokyBackend:
                 manager.join(timeout=_KILL_WAIT)
             if not pool.gone():  # a task still running (or a stuck worker): do not wait on it for ever
                 pool.kill()
+
+
+_EXIT_HOOKED: set[int] = set()
+
+
+def _close_crew_before_loky_exits(backend: LokyBackend) -> None:
+    """At interpreter exit, let the crew's seats go before loky waits for its workers' tasks to end.
+
+    loky's exit hook (a :mod:`threading` one, which runs before :mod:`atexit`)
+    joins its manager thread, which waits for every running task: a seat serves
+    until it is let go or idles out. Hooks registered later run first.
+    """
+    if id(backend) in _EXIT_HOOKED:
+        return
+    _EXIT_HOOKED.add(id(backend))
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:  # pragma: no cover
+        return
+    with contextlib.suppress(RuntimeError):  # already shutting down
+        register(backend.close_crew)
 
 
 def _is_worker_death(error: BaseException) -> bool:

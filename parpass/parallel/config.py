@@ -66,11 +66,11 @@ register_config_option(
 
 register_config_option(
     WORKER_CACHE,
-    Annotated[float, msgspec.Meta(ge=0)],
+    Annotated[float, msgspec.Meta(ge=0, le=1e6)],
     default=128.0,
     doc="Megabytes of IR (counted encoded; decoded it takes about 5x that) each worker keeps decoded between "
     "waves, so that the next pass on a function it holds skips decoding; least recently used out first. "
-    "0: keep nothing (every wave decodes what it gets).",
+    "0: keep nothing (every wave decodes what it gets); at most 1e6 (a terabyte).",
 )
 
 

@@ -83,6 +83,12 @@ class CostModel:
             del self._overheads[:-_SAMPLES]
             self.overhead = statistics.median(self._overheads)
 
+    def knows(self, chain: Sequence[str]) -> bool:
+        """Whether the chain's cost was measured (in-process or in workers) in this process."""
+        key = tuple(chain)
+        with self._lock:
+            return key in self._inline or key in self._worker
+
     def estimates(self, chain: Sequence[str], nbytes: int, workers: int, encoded: int = 0) -> tuple[float, float]:
         """Estimated (in-process seconds, parallel seconds) of the chain on ``nbytes`` of IR.
 

@@ -35,7 +35,8 @@ from parpass.errors import (
 )
 from parpass.instrument.base import PassInstrument
 from parpass.ir.module import IRModule
-from parpass.ir.serialization import node_problem
+from parpass.ir.node import BaseFunc
+from parpass.ir.serialization import encode_function, node_problem
 from parpass.parallel import backend as backend_mod
 from parpass.parallel.capture import Emission, replay
 from parpass.parallel.config import ParallelConfig
@@ -48,7 +49,7 @@ from parpass.parallel.schedule import Dispatcher
 from parpass.parallel.wave import remove, scratch_dir, write_wave
 from parpass.parallel.worker import pack_passes
 from parpass.transform.context import PassContext
-from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming
+from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming, view_reason
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note
 
 log = logging.getLogger("parpass.parallel")
@@ -61,6 +62,14 @@ _IN_FLIGHT = 2
 _OWNERS_KEPT = 1 << 20
 #: Smallest size a worker's result store reaches before it starts a new one (see parpass.parallel.store).
 _STORE_MIN = 64 << 20
+#: In-process seconds after which a wave first asks whether to move the rest of it to workers, and how
+#: often after that (see ParallelExecutor._probe).
+_PROBE_FIRST = 0.005
+_PROBE_EVERY = 0.005
+#: How much slower a function's work is in a worker than here (decoding what it lacks, encoding results).
+_WORKER_FACTOR = 1.25
+#: The rest of a wave moves to workers only when that is estimated at most this share of in-process.
+_SHIP_MARGIN = 0.85
 #: How many times a wave runs again on a new pool after losing its pool to a fault that is not its own
 #: (a worker that died idle, another thread's crash); after that it runs in-process.
 _RETRIES = 3
@@ -158,12 +167,6 @@ class ParallelExecutor:
         targets = _targets(passes, mod)
         if not targets:
             return self._run_inline(passes, mod, ctx, observer, names, "no target functions")
-        if cfg.mode == "auto" and cfg.timeout <= 0:  # only a worker can be stopped at a timeout: ship then
-            # Decide on the amount of IR without encoding anything just to measure it.
-            estimate, encoded = self._estimated_bytes(mod, targets)
-            if not self.cost.should_parallelize(names, estimate, cfg.num_workers, cfg.inline_below, encoded):
-                reason = "estimated faster in-process"
-                return self._run_inline(passes, mod, ctx, observer, names, reason, estimate, targets)
         try:
             pickled = pack_passes(passes)
         except Exception as err:
@@ -176,12 +179,112 @@ class ParallelExecutor:
                 warnings.warn(message + "; running it in-process", RuntimeWarning, stacklevel=2)
             _warn_unenforced_timeout(cfg, names, "pass cannot be pickled")
             return self._run_inline(passes, mod, ctx, observer, names, "pass cannot be pickled")
+        probe: _Probe | None = None
+        if cfg.mode == "auto" and cfg.timeout <= 0:  # only a worker can be stopped at a timeout: ship then
+            # Decide on the amount of IR without encoding anything just to measure it.
+            estimate, encoded = self._estimated_bytes(mod, targets)
+            known = self.cost.knows(names)
+            if known and not self.cost.should_parallelize(names, estimate, cfg.num_workers, cfg.inline_below, encoded):
+                reason = "estimated faster in-process"
+                return self._run_inline(passes, mod, ctx, observer, names, reason, estimate, targets)
+            if not known or not backend_mod.get_backend().ready(cfg.num_workers):
+                outcome = self._probe(passes, mod, ctx, observer, cfg, names, estimate, encoded)
+                if isinstance(outcome, IRModule):
+                    return outcome
+                probe = outcome
         t0 = time.perf_counter()
         sizes = [len(_encoded(mod, name, names)) for name in targets]
         nbytes = sum(sizes)
         encode_seconds = time.perf_counter() - t0
         self._bytes_per_function = nbytes / len(sizes)
-        return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, targets, sizes, encode_seconds)
+        return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, targets, sizes, encode_seconds, probe)
+
+    def _probe(
+        self,
+        passes: Sequence[FunctionLevelPass],
+        mod: IRModule,
+        ctx: PassContext,
+        observer: ChainObserver | None,
+        cfg: ParallelConfig,
+        names: tuple[str, ...],
+        estimate: int,
+        encoded: int,
+    ) -> IRModule | _Probe:
+        """Run the chain's first pass in-process, in module order, while the workers start; move the rest
+        of the chain to them once they are ready and what the first functions cost says that pays.
+
+        Returns the result when the whole chain ran in-process, else what ran here (a :class:`_Probe`).
+        This is how a chain the cost model does not know yet (or a pool not started yet) costs at most a
+        few checks more than in-process: nothing is decided on a guess. The serial order holds: the first
+        pass's first functions run here, before anything the workers run.
+        """
+        backend = backend_mod.get_backend()
+        backend.ready(cfg.num_workers)  # starts the workers without waiting for them
+        p0 = passes[0]
+        view = mod.read_only_view(view_reason(p0.info.name))
+        first = p0.targets(mod)
+        per_function = estimate / max(1, len(_targets(passes, mod)))
+        probe = _Probe()
+        start, cpu = time.perf_counter(), time.process_time()
+        check = start + _PROBE_FIRST
+        done = 0.0
+        shipped = False
+        if observer is not None:
+            observer.before_stage(0)
+        decoding = 0.0  # of functions held as bytes: learned apart from the pass
+        decoded = 0
+        try:
+            for count, name in enumerate(first):
+                if mod.is_decoded(name):
+                    func = mod[name]
+                else:
+                    before = time.perf_counter()
+                    func = mod[name]
+                    decoding += time.perf_counter() - before
+                    decoded += mod.cached_size(name) or 0
+                probe.results[name] = p0.transform_one(func, name, view, ctx)
+                done += mod.cached_size(name) or per_function
+                now = time.perf_counter()
+                if now >= check and count + 1 < len(first):
+                    check = now + _PROBE_EVERY
+                    if backend.ready(cfg.num_workers) and self._ship_rest(names, now - start, done, estimate, cfg):
+                        shipped = True
+                        break
+        except BaseException as err:
+            if observer is not None:
+                observer.stage_failed(0, err)
+            raise
+        probe.timing = StageTiming(time.perf_counter() - start, time.process_time() - cpu, in_caller=True)
+        if shipped:
+            return probe
+        # The first pass ran here on every function: so does the rest of the chain.
+        self.cost.record_decode(decoding, decoded)
+        self.cost.record_inline(names[:1], probe.timing.wall - decoding, int(done))
+        if observer is not None:
+            observer.after_stage(0, probe.timing)
+        out = mod.copy()
+        for name, new in probe.results.items():
+            if new is not mod[name]:
+                out[name] = new
+        if len(passes) == 1:
+            self._remember(WaveStats(names, False, "ran in-process while the workers started", wall=probe.timing.wall))
+            return out
+        rest = None if observer is None else _Offset(observer, 1)
+        return self._run_inline(passes[1:], out, ctx, rest, names[1:], "after the first pass ran in-process")
+
+    def _ship_rest(
+        self, names: tuple[str, ...], elapsed: float, done: float, total: float, cfg: ParallelConfig
+    ) -> bool:
+        """Whether the chain's remaining work, at the rate its first functions showed, runs faster in workers."""
+        rate = elapsed / max(done, 1.0)  # seconds per byte of the first pass, here
+        known = self.cost.estimates(names, int(total), cfg.num_workers)[0] / max(total, 1.0)
+        chain_rate = max(rate * len(names), known) if self.cost.knows(names) else rate * len(names)
+        left = max(total - done, 0.0)
+        inline = chain_rate * left
+        parallel = (
+            self.cost.overhead + self.cost.ship_rate * left + _WORKER_FACTOR * chain_rate * left / cfg.num_workers
+        )
+        return parallel < _SHIP_MARGIN * inline
 
     def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> tuple[int, int]:
         """Encoded size of ``targets`` (the held bytes where there are some, else the average seen so far),
@@ -252,7 +355,10 @@ class ParallelExecutor:
         targets: list[str],
         sizes: list[int],
         encode_seconds: float,
+        probe: _Probe | None = None,
     ) -> IRModule:
+        """Run the chain on ``targets`` in workers; ``probe``, if given, is what ran of it in-process
+        first (the first pass on the first functions), which the workers take up from."""
         backend = backend_mod.get_backend()
         start = time.perf_counter()
         names = tuple(p.info.name for p in passes)
@@ -269,6 +375,7 @@ class ParallelExecutor:
             bool(ctx.instruments),
             [digest or b"" for _, _, digest, _ in entries],
             cfg.cache_bytes,
+            _probe_inputs(probe, mod, position),
         )
         indices = [position[name] for name in targets]
         setup = time.perf_counter() - start
@@ -294,8 +401,10 @@ class ParallelExecutor:
         nbytes = sum(sizes)
         busy = sum(r.seconds for r in results)
         merge_start = time.perf_counter()
+        if probe is not None and observer is not None:
+            observer = _AfterProbe(observer, probe.timing)
         try:
-            out = self._merge(run, mod, all_names)
+            out = self._merge(run, mod, all_names, probe, wave)
             self._replay_and_raise(results, passes, all_names, mod, ctx, cfg, observer)
         finally:
             end = time.perf_counter()
@@ -351,8 +460,14 @@ class ParallelExecutor:
             for i, offset, data in zip(unplaced, offsets, blobs, strict=True):
                 locations[i] = (path, offset, len(data))
                 mod.record_location(wave.names[i], locations[i])
+        probed: list[tuple[str, int, int, int]] = []  # (store, index, offset, length) of each probe's result
+        if wave.probes:
+            store, offsets = crew.place(directory, store_limit, [data for _, data in wave.probes])
+            for (index, data), offset in zip(wave.probes, offsets, strict=True):
+                probed.append((store, index, offset, len(data)))
         live = {path: i for i, path in enumerate(crew.stores)}
         placed = [(live[path], offset, length) for path, offset, length in locations]  # type: ignore[misc]
+        probes = [(index, live[store], offset, length) for store, index, offset, length in probed]
         wave_path = write_wave(
             wave.passes,
             wave.context,
@@ -365,6 +480,7 @@ class ParallelExecutor:
             0,
             wave.cache_bytes,
             store_limit,
+            probes,
         )
         try:
             owners = [crew.owners.get(wave.digests[i]) if wave.digests[i] else None for i in indices]
@@ -498,8 +614,14 @@ class ParallelExecutor:
     # ------------------------------------------------------------ merge, replay, errors
 
     @staticmethod
-    def _merge(run: _Run, mod: IRModule, all_names: list[str]) -> IRModule:
+    def _merge(run: _Run, mod: IRModule, all_names: list[str], probe: _Probe | None, wave: _WaveInput) -> IRModule:
         out = mod.copy()
+        if probe is not None:  # what the first pass changed in-process: the workers took up from it
+            for index, data in wave.probes:
+                name = all_names[index]
+                new = probe.results[name]
+                if new is not mod[name]:
+                    out.set_encoded_function(name, data, new)
         views = iter(run.views)
         for _, answer in run.answers:
             for result in answer.results:
@@ -578,6 +700,37 @@ class _Offset:
         self._observer.stage_failed(stage + self._offset, error)
 
 
+class _AfterProbe(_Offset):
+    """The observer of a chain whose first pass began in-process: that stage began already, and its time
+    is the in-process part's plus the workers'."""
+
+    def __init__(self, observer: ChainObserver, probe: StageTiming) -> None:
+        super().__init__(observer, 0)
+        self._probe = probe
+
+    def before_stage(self, stage: int) -> None:
+        if stage:
+            super().before_stage(stage)
+
+    def after_stage(self, stage: int, timing: StageTiming) -> None:
+        if stage == 0:
+            timing = StageTiming(timing.wall + self._probe.wall, timing.cpu + self._probe.cpu)
+        super().after_stage(stage, timing)
+
+
+def _probe_inputs(
+    probe: _Probe | None, mod: IRModule, position: dict[str, int]
+) -> list[tuple[int, bytes | memoryview]]:
+    """The functions a probe ran the first pass on, and the bytes the workers take up from (its result)."""
+    if probe is None:
+        return []
+    out: list[tuple[int, bytes | memoryview]] = []
+    for name, new in probe.results.items():
+        data = mod.encoded_buffer(name) if new is mod[name] else encode_function(new)
+        out.append((position[name], data))
+    return out
+
+
 def _stage_timing(results: Sequence[ChunkDone], stage: int) -> StageTiming:
     """Stage ``stage``'s wall and CPU seconds, summed over the chunks that ran it."""
     return StageTiming(
@@ -599,6 +752,16 @@ class _WaveInput(msgspec.Struct, frozen=True, dict=False):
     record: bool
     digests: list[bytes]
     cache_bytes: int
+    #: the functions the first pass already ran on in-process: (index, the bytes the workers take up from)
+    probes: list[tuple[int, bytes | memoryview]]
+
+
+class _Probe:
+    """What a wave ran in-process before it moved to workers: its first pass on its first functions."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, BaseFunc] = {}  # name -> the first pass's result (the same object: unchanged)
+        self.timing = StageTiming(0.0, 0.0, in_caller=True)
 
 
 class _Run:

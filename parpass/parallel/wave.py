@@ -59,6 +59,9 @@ class WaveHeader(msgspec.Struct, frozen=True, array_like=True):
     session: int  # the top-level pass call the wave belongs to (resident functions are tagged with it)
     cache_budget: int  # encoded bytes of functions a worker may keep resident
     store_limit: int  # bytes past which a worker starts a new result store
+    #: functions whose chain starts at its second pass (the first ran in the parent): (index, store, offset,
+    #: length) of the bytes to start from
+    probes: list[tuple[int, int, int, int]]
 
 
 #: Environment variable naming the directory for scratch files (default: /dev/shm, else the temp directory).
@@ -99,6 +102,7 @@ def write_wave(
     session: int,
     cache_budget: int,
     store_limit: int,
+    probes: list[tuple[int, int, int, int]],
 ) -> str:
     """Write the wave file and return its path (the caller removes it).
 
@@ -122,6 +126,7 @@ def write_wave(
             session,
             cache_budget,
             store_limit,
+            probes,
         )
     )
     fd, path = tempfile.mkstemp(prefix=f"parpass-wave-{os.getpid()}-", suffix=".bin", dir=_scratch_dir())
@@ -148,6 +153,9 @@ class WaveFile:
         for gone in set(readers) - set(header.stores):
             readers.pop(gone).close()
         self._stores = [readers.setdefault(p, StoreReader(p)) for p in header.stores]
+
+    def stored_bytes(self, where: int, offset: int, length: int) -> memoryview:
+        return self._stores[where].view(offset, length)
 
     def function_bytes(self, index: int) -> memoryview:
         header = self.header

@@ -148,6 +148,9 @@ class _Wave:
         self.hits = self.misses = 0
         self._loading = 0
         self._inputs: dict[int, BaseFunc] = {}  # the wave's input functions this worker has in hand
+        #: functions whose chain starts at its second pass: where the bytes to start from lie
+        self.probes = {index: (where, offset, length) for index, where, offset, length in header.probes}
+        self._probe_digests: dict[int, bytes] = {}
         self.views: list[IRModule] = [self._input_view()]
         for stage in range(1, len(self.passes)):
             self.views.append(self._stage_view(stage))
@@ -176,6 +179,27 @@ class _Wave:
             self.hits += 1
         self._inputs[index] = func
         return func
+
+    def chunk_input(self, index: int) -> BaseFunc:
+        """What the chain starts from for function ``index``: its input, or what the first pass made of it."""
+        place = self.probes.get(index)
+        if place is None:
+            return self.input(index)
+        data = self.file.stored_bytes(*place)
+        digest = self._probe_digests[index] = digest_of(data)
+        func = self.cache.get(digest, self.session)
+        if func is None:
+            func = decode_function(data)
+            self.misses += 1
+            self.cache.put(digest, func, len(data), self.session)
+        else:
+            self.hits += 1
+        return func
+
+    def chunk_digest(self, index: int) -> bytes:
+        """The digest of the bytes :meth:`chunk_input` started from."""
+        known = self._probe_digests.get(index)
+        return known if known is not None else self.digest(index)
 
     def _input_view(self) -> IRModule:
         def load(name: str) -> BaseFunc:
@@ -320,12 +344,13 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot
             funcs = list(originals)
             failed = [False] * len(indices)  # a pass raised on it: it goes no further
             changed_by = [0] * len(indices)  # the last stage that returned a new function
+            first = [1 if index in wave.probes else 0 for index in indices]  # the stage each function starts at
             for stage, p in enumerate(wave.passes):
                 view = views[stage]
                 stage_start, stage_cpu = time.perf_counter(), time.process_time()
                 for k, index in enumerate(indices):
                     func = funcs[k]
-                    if func is None or failed[k] or not applies(p, func):
+                    if func is None or failed[k] or stage < first[k] or not applies(p, func):
                         continue
                     progress.start(slot, index)
                     sink = recorder.sink = capture.begin()
@@ -377,7 +402,7 @@ def _results(
         if func is None or original is None or failed[k]:
             continue
         if func is original:
-            out.results.append(Result(index, -1, 0, wave.digest(index)))
+            out.results.append(Result(index, -1, 0, wave.chunk_digest(index)))
             continue
         try:
             data = encode_function(func)
@@ -408,7 +433,7 @@ def _inputs(
     for index in indices:
         progress.start(slot, index)
         try:
-            funcs.append(wave.input(index))
+            funcs.append(wave.chunk_input(index))
         except IRFormatError as err:
             kind, attrs = peek_function(wave.file.function_bytes(index))
             stage = next((s for s, p in enumerate(wave.passes) if p.visits(kind, attrs)), 0)

@@ -355,7 +355,11 @@ def test_auto_keeps_a_small_module_in_process(history) -> None:  # type: ignore[
     small = random_module(num_functions=6, num_prim_funcs=0, size=4, seed=1)
     with PassContext(config={"parpass.num_workers": 2}):
         out = count_bindings(small)
-    assert not history[-1].parallel and history[-1].reason == "estimated faster in-process"
+    # The first time, the pass runs here while the workers start; the rest of the wave never pays to move.
+    assert not history[-1].parallel and history[-1].reason == "ran in-process while the workers started"
+    with PassContext(config={"parpass.num_workers": 2}):
+        count_bindings(small)
+    assert not history[-1].parallel and history[-1].reason == "estimated faster in-process"  # learned
     with parallel_ctx(1):
         assert module_bytes(out) == module_bytes(count_bindings(small))
 

@@ -210,11 +210,6 @@ def test_a_wrong_cache_bound_is_a_config_error_naming_the_key(value: object) -> 
         PassContext(config={"parpass.worker_cache_mb": value})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="executor bug: parpass.worker_cache_mb=inf (or 1e300) passes the config check, then every parallel "
-    "pass fails with a bare OverflowError (int(inf * 1e6) in ParallelConfig.of; 1e300 overflows msgpack)",
-)
 @pytest.mark.parametrize("value", [float("inf"), 1e300])
 def test_an_unbounded_cache_is_either_refused_up_front_or_works(value: float) -> None:
     mod = _module(seed=4, functions=30)
@@ -302,13 +297,6 @@ print(*get_backend().worker_pids(), flush=True)
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="executor bug: at interpreter exit loky's own exit hook (registered with threading, so it runs before "
-    "parpass's atexit shutdown) joins its manager thread, which waits for the crew's serve() tasks; those end only "
-    "after crew_idle seconds without a message (120 s by default): every script that ran a parallel pass exits "
-    "about 2 minutes late",
-)
 def test_a_script_that_ran_a_parallel_pass_exits_at_once_leaving_no_worker(tmp_path: Path) -> None:
     script = tmp_path / "user.py"
     script.write_text(_EXITS.format(here=str(Path(__file__).parent)))
