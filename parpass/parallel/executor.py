@@ -66,6 +66,10 @@ _STORE_MIN = 64 << 20
 #: often after that (see ParallelExecutor._probe).
 _PROBE_FIRST = 0.005
 _PROBE_EVERY = 0.005
+#: Functions a wave runs in-process before their rate is trusted (a pass's first calls pay for warming up).
+_PROBE_MIN_FUNCTIONS = 8
+#: In-process seconds of work left below which the rest of a wave is not worth moving to workers.
+_SHIP_MIN_SECONDS = 0.02
 #: How much slower a function's work is in a worker than here (decoding what it lacks, encoding results).
 _WORKER_FACTOR = 1.25
 #: The rest of a wave moves to workers only when that is estimated at most this share of in-process.
@@ -245,7 +249,7 @@ class ParallelExecutor:
                 probe.results[name] = p0.transform_one(func, name, view, ctx)
                 done += mod.cached_size(name) or per_function
                 now = time.perf_counter()
-                if now >= check and count + 1 < len(first):
+                if now >= check and _PROBE_MIN_FUNCTIONS <= count + 1 < len(first):
                     check = now + _PROBE_EVERY
                     if backend.ready(cfg.num_workers) and self._ship_rest(names, now - start, done, estimate, cfg):
                         shipped = True
@@ -284,7 +288,7 @@ class ParallelExecutor:
         parallel = (
             self.cost.overhead + self.cost.ship_rate * left + _WORKER_FACTOR * chain_rate * left / cfg.num_workers
         )
-        return parallel < _SHIP_MARGIN * inline
+        return inline >= _SHIP_MIN_SECONDS and parallel < _SHIP_MARGIN * inline
 
     def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> tuple[int, int]:
         """Encoded size of ``targets`` (the held bytes where there are some, else the average seen so far),

@@ -1,8 +1,7 @@
 """The messages between the parent and its resident workers, as typed msgspec structs.
 
 Every message is one msgpack frame on the worker's own connection. The parent
-sends :class:`RunChunk` (run the chain of a wave on some functions),
-:class:`Forget` (drop what a finished session left resident) and
+sends :class:`RunChunk` (run the chain of a wave on some functions) and
 :class:`Stop`; a worker answers each chunk with :class:`ChunkDone`, or with
 :class:`WorkerFailure` when it could not run the wave at all (its passes did
 not unpickle, say). What a pass emitted is carried as
@@ -26,17 +25,11 @@ class RunChunk(msgspec.Struct, tag="chunk", array_like=True):
     indices: list[int]
 
 
-class Forget(msgspec.Struct, tag="forget", array_like=True):
-    """Drop the resident functions last used by session ``session``."""
-
-    session: int
-
-
 class Stop(msgspec.Struct, tag="stop", array_like=True):
     """End the worker's serving loop (the worker process itself stays in its pool)."""
 
 
-ToWorker = Union[RunChunk, Forget, Stop]
+ToWorker = Union[RunChunk, Stop]
 
 
 class Hello(msgspec.Struct, tag="hello", array_like=True):

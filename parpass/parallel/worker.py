@@ -42,7 +42,6 @@ from parpass.parallel.capture import Capture, Emission
 from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import (
     ChunkDone,
-    Forget,
     Hello,
     Result,
     RunChunk,
@@ -301,9 +300,6 @@ def serve(
                     break
                 if isinstance(message, Stop):
                     break
-                if isinstance(message, Forget):
-                    state.cache.forget(message.session)
-                    continue
                 conn.send_bytes(encode(_serve_chunk(state, message)))
                 served += 1
     except (EOFError, ConnectionError):  # the parent went away: nothing left to serve
