@@ -70,6 +70,10 @@ _PROBE_EVERY = 0.005
 _PROBE_MIN_FUNCTIONS = 8
 #: In-process seconds of work left below which the rest of a wave is not worth moving to workers.
 _SHIP_MIN_SECONDS = 0.02
+#: In-process seconds of work (this wave's rest, plus what earlier waves ran here) below which a wave
+#: does not start the workers: their start-up takes about a second of CPU each, which competes with
+#: this process on a small machine, and a short run never earns it back.
+_START_MIN_SECONDS = 1.5
 #: How much slower a function's work is in a worker than here (decoding what it lacks, encoding results).
 _WORKER_FACTOR = 1.25
 #: The rest of a wave moves to workers only when that is estimated at most this share of in-process.
@@ -110,6 +114,8 @@ class ParallelExecutor:
         self._looks_up: set[str] = set()
         self._bytes_per_function = 2000.0  # encoded size of a function, averaged over the last wave
         self._lock = threading.Lock()
+        self._pool_started = False  # this executor asked for workers once: later waves need not earn it
+        self._inline_seconds = 0.0  # in-process work of the waves 'auto' kept here, before workers started
 
     def forget(self) -> None:
         """Drop everything learned so far (pass costs, pool overhead, passes that look up others)."""
@@ -223,7 +229,6 @@ class ParallelExecutor:
         pass's first functions run here, before anything the workers run.
         """
         backend = backend_mod.get_backend()
-        backend.ready(cfg.num_workers)  # starts the workers without waiting for them
         p0 = passes[0]
         view = mod.read_only_view(view_reason(p0.info.name))
         first = p0.targets(mod)
@@ -251,7 +256,13 @@ class ParallelExecutor:
                 now = time.perf_counter()
                 if now >= check and _PROBE_MIN_FUNCTIONS <= count + 1 < len(first):
                     check = now + _PROBE_EVERY
-                    if backend.ready(cfg.num_workers) and self._ship_rest(names, now - start, done, estimate, cfg):
+                    inline, parallel = self._rest(names, now - start, done, estimate, cfg)
+                    if inline < _SHIP_MIN_SECONDS or parallel >= _SHIP_MARGIN * inline:
+                        continue  # not worth moving (nor starting workers for)
+                    if not self._pool_started and inline + self._inline_seconds < _START_MIN_SECONDS:
+                        continue  # starting workers costs more CPU than this run has shown it would save
+                    self._pool_started = True
+                    if backend.ready(cfg.num_workers):  # starts the workers without waiting for them
                         shipped = True
                         break
         except BaseException as err:
@@ -259,6 +270,7 @@ class ParallelExecutor:
                 observer.stage_failed(0, err)
             raise
         probe.timing = StageTiming(time.perf_counter() - start, time.process_time() - cpu, in_caller=True)
+        self._inline_seconds += probe.timing.wall
         if shipped:
             return probe
         # The first pass ran here on every function: so does the rest of the chain.
@@ -270,16 +282,19 @@ class ParallelExecutor:
         for name, new in probe.results.items():
             if new is not mod[name]:
                 out[name] = new
+        wall = probe.timing.wall
+        reason = "ran in-process (too little work to move)"
+        self._remember(WaveStats(names[:1], False, reason, wall=wall, parent_seconds=wall))
         if len(passes) == 1:
-            self._remember(WaveStats(names, False, "ran in-process while the workers started", wall=probe.timing.wall))
             return out
         rest = None if observer is None else _Offset(observer, 1)
         return self._run_inline(passes[1:], out, ctx, rest, names[1:], "after the first pass ran in-process")
 
-    def _ship_rest(
+    def _rest(
         self, names: tuple[str, ...], elapsed: float, done: float, total: float, cfg: ParallelConfig
-    ) -> bool:
-        """Whether the chain's remaining work, at the rate its first functions showed, runs faster in workers."""
+    ) -> tuple[float, float]:
+        """The chain's remaining work, at the rate its first functions showed: estimated (in-process,
+        parallel) seconds."""
         rate = elapsed / max(done, 1.0)  # seconds per byte of the first pass, here
         known = self.cost.estimates(names, int(total), cfg.num_workers)[0] / max(total, 1.0)
         chain_rate = max(rate * len(names), known) if self.cost.knows(names) else rate * len(names)
@@ -288,7 +303,7 @@ class ParallelExecutor:
         parallel = (
             self.cost.overhead + self.cost.ship_rate * left + _WORKER_FACTOR * chain_rate * left / cfg.num_workers
         )
-        return inline >= _SHIP_MIN_SECONDS and parallel < _SHIP_MARGIN * inline
+        return inline, parallel
 
     def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> tuple[int, int]:
         """Encoded size of ``targets`` (the held bytes where there are some, else the average seen so far),
@@ -364,6 +379,7 @@ class ParallelExecutor:
         """Run the chain on ``targets`` in workers; ``probe``, if given, is what ran of it in-process
         first (the first pass on the first functions), which the workers take up from."""
         backend = backend_mod.get_backend()
+        self._pool_started = True
         start = time.perf_counter()
         names = tuple(p.info.name for p in passes)
         all_names = mod.names()

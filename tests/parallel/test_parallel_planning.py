@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import itertools
 import random
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -356,12 +358,35 @@ def test_auto_keeps_a_small_module_in_process(history) -> None:  # type: ignore[
     with PassContext(config={"parpass.num_workers": 2}):
         out = count_bindings(small)
     # The first time, the pass runs here while the workers start; the rest of the wave never pays to move.
-    assert not history[-1].parallel and history[-1].reason == "ran in-process while the workers started"
+    assert not history[-1].parallel and history[-1].reason == "ran in-process (too little work to move)"
     with PassContext(config={"parpass.num_workers": 2}):
         count_bindings(small)
     assert not history[-1].parallel and history[-1].reason == "estimated faster in-process"  # learned
     with parallel_ctx(1):
         assert module_bytes(out) == module_bytes(count_bindings(small))
+
+
+_SMALL_RUN = """
+import sys
+sys.path.insert(0, {here!r})
+from parpass.parallel import get_backend
+from parpass.passes import default_pipeline
+from parpass.testing import random_module
+from parpass.transform import PassContext
+
+with PassContext(config={{"parpass.num_workers": 2}}):
+    default_pipeline()(random_module(num_functions=20, num_prim_funcs=4, size=6, seed=3))
+print(len(get_backend().worker_pids()))
+"""
+
+
+def test_a_short_first_run_does_not_start_the_workers(tmp_path: Path) -> None:
+    # Starting workers costs CPU (about a second each) that a run this small never earns back.
+    script = tmp_path / "small.py"
+    script.write_text(_SMALL_RUN.format(here=str(Path(__file__).parent)))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0"]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
