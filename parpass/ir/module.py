@@ -17,6 +17,8 @@ from parpass.errors import ReadOnlyModuleError, not_found
 from parpass.ir.node import AttrValue, BaseFunc, FrozenAttrs, GlobalVar, checked_value, frozen_attrs
 
 FuncKey = Union[str, GlobalVar]
+#: A function's class and attributes, which pick the passes that visit it.
+_Head = tuple[type[BaseFunc], Mapping[str, AttrValue]]
 #: How errors name a module attribute (``module attribute 'target': ...``).
 _MODULE_ATTR = "module attribute"
 #: What the constructor accepts: names or GlobalVars as keys (Any so that ``dict[str, Function]`` type-checks).
@@ -40,7 +42,7 @@ class _Slot:
         loader: Callable[[], BaseFunc] | None = None,
         digest: bytes | None = None,
         location: object = None,
-        head: tuple[type[BaseFunc], Mapping[str, AttrValue]] | None = None,
+        head: _Head | None = None,
     ) -> None:
         self.func = func
         self.data = data
@@ -75,11 +77,30 @@ class _Slot:
             self.data = encode_function(self.get())  # get(): a slot may hold a pending loader
         return self.data
 
+    def kind_and_attrs(self) -> _Head:
+        if self.func is not None:
+            return type(self.func), self.func.attrs
+        if self.head is None:
+            from parpass.ir.peek import peek_function
+
+            if self.data is None:
+                func = self.get()
+                return type(func), func.attrs
+            self.head = peek_function(self.data)
+        return self.head
+
     def encoded(self) -> bytes:
         data = self.buffer()
         if not isinstance(data, bytes):
             data = self.data = bytes(data)  # the view's file may go: the bytes are the module's own from now on
         return data
+
+
+def _known_head(slot: _Slot | None) -> _Head | None:
+    """The class and attributes ``slot`` holds without reading its bytes (None if it holds none)."""
+    if slot is None:
+        return None
+    return slot.head if slot.head is not None or slot.func is None else (type(slot.func), slot.func.attrs)
 
 
 class _FunctionsView(Mapping[GlobalVar, BaseFunc]):
@@ -299,22 +320,42 @@ class IRModule:
         *,
         location: object = None,
         same_head_as: IRModule | None = None,
+        head: _Head | None = None,
     ) -> None:
         """Set function ``key`` from msgpack bytes (or a read-only buffer of them), decoded only when first read.
 
         ``func``, if given, is the function ``data`` decodes to (already decoded by the caller);
         ``digest``, if given, is a content digest of ``data`` (see :meth:`known_digest`);
         ``location``, if given, says where an executor keeps a copy of ``data`` (see :meth:`location`);
-        ``same_head_as``, if given, is a module whose function ``key`` has the same class and attributes.
+        ``same_head_as``, if given, is a module whose function ``key`` has the same class and attributes;
+        ``head``, if given, is ``(class, attributes)`` of the function (both spare :meth:`kind_and_attrs`
+        reading them from the bytes).
         """
         self._check_writable()
         name = _name_of(key)
-        head = None
         if same_head_as is not None:
-            old = same_head_as._slots.get(name)
-            if old is not None:
-                head = old.head if old.head is not None or old.func is None else (type(old.func), old.func.attrs)
+            head = _known_head(same_head_as._slots.get(name))
         self._slots[name] = _Slot(func, data, digest=digest, location=location, head=head)
+
+    def set_encoded_functions(
+        self,
+        items: Iterable[tuple[str, bytes | memoryview, bytes | None, object, _Head | None]],
+        same_head_as: IRModule | None = None,
+    ) -> None:
+        """:meth:`set_encoded_function` for many functions at once: ``items`` of ``(name, data, digest,
+        location, head)``; a head of None is taken from ``same_head_as`` (if given), else read when asked.
+
+        What an executor merging a wave's results calls, once per wave rather than once per function.
+        """
+        self._check_writable()
+        slots = self._slots
+        before = same_head_as._slots if same_head_as is not None else {}
+        for name, data, digest, location, head in items:
+            if type(name) is not str:
+                raise TypeError(f"function names are str, got {type(name).__name__}: {name!r}")
+            if head is None:
+                head = _known_head(before.get(name))
+            slots[name] = _Slot(None, data, None, digest, location, head)
 
     def encoded_entries(self) -> list[tuple[str, bytes | memoryview, bytes | None, object]]:
         """Every function as ``(name, encoded form, digest or None, location or None)``, in module order.
@@ -355,17 +396,11 @@ class IRModule:
         Lets an executor pick the targets of a pass (kind, ``SkipOptimization``)
         from a module whose functions are still held as bytes.
         """
-        slot = self._slot(key)
-        if slot.func is not None:
-            return type(slot.func), slot.func.attrs
-        if slot.head is None:
-            from parpass.ir.peek import peek_function
+        return self._slot(key).kind_and_attrs()
 
-            if slot.data is None:
-                func = slot.get()
-                return type(func), func.attrs
-            slot.head = peek_function(slot.data)
-        return slot.head
+    def heads(self) -> list[tuple[str, type[BaseFunc], Mapping[str, AttrValue]]]:
+        """``(name, class, attributes)`` of every function, in module order (see :meth:`kind_and_attrs`)."""
+        return [(name, *slot.kind_and_attrs()) for name, slot in self._slots.items()]
 
     @classmethod
     def from_loader(

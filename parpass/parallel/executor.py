@@ -19,7 +19,7 @@ import threading
 import time
 import warnings
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import cloudpickle
 import msgspec
@@ -36,7 +36,9 @@ from parpass.errors import (
 from parpass.instrument.base import PassInstrument
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
+from parpass.ir.relax import Function
 from parpass.ir.serialization import encode_function, node_problem
+from parpass.ir.tir import PrimFunc
 from parpass.parallel import backend as backend_mod
 from parpass.parallel.capture import Emission, replay
 from parpass.parallel.config import ParallelConfig
@@ -54,6 +56,8 @@ from parpass.transform.passes import FunctionLevelPass, attach_pass_note
 
 log = logging.getLogger("parpass.parallel")
 
+#: The function classes a worker names in a result whose class or attributes changed (the tags the bytes carry).
+_KINDS: dict[str, type[BaseFunc]] = {"Function": Function, "PrimFunc": PrimFunc}
 #: How often the parent checks the progress slots for timeouts while it waits, seconds.
 _POLL = 0.05
 #: Chunks handed to a seat ahead of its answers, so that it never waits for the parent between chunks.
@@ -203,11 +207,14 @@ class ParallelExecutor:
                     return outcome
                 probe = outcome
         t0 = time.perf_counter()
-        sizes = [len(_encoded(mod, name, names)) for name in targets]
-        nbytes = sum(sizes)
+        entries = _entries(mod, names)  # encodes what is held only decoded
+        position = {entry[0]: i for i, entry in enumerate(entries)}
+        indices = [position[name] for name in targets]
+        sizes = [len(entries[i][1]) for i in indices]
         encode_seconds = time.perf_counter() - t0
-        self._bytes_per_function = nbytes / len(sizes)
-        return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, targets, sizes, encode_seconds, probe)
+        self._bytes_per_function = sum(sizes) / len(sizes)
+        shipped = _Shipped(entries, position, indices, sizes, encode_seconds)
+        return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, shipped, probe)
 
     def _probe(
         self,
@@ -371,20 +378,17 @@ class ParallelExecutor:
         ctx: PassContext,
         observer: ChainObserver | None,
         cfg: ParallelConfig,
-        targets: list[str],
-        sizes: list[int],
-        encode_seconds: float,
+        shipped: _Shipped,
         probe: _Probe | None = None,
     ) -> IRModule:
-        """Run the chain on ``targets`` in workers; ``probe``, if given, is what ran of it in-process
-        first (the first pass on the first functions), which the workers take up from."""
+        """Run the chain on the functions ``shipped.indices`` in workers; ``probe``, if given, is what ran
+        of it in-process first (the first pass on the first functions), which the workers take up from."""
         backend = backend_mod.get_backend()
         self._pool_started = True
         start = time.perf_counter()
         names = tuple(p.info.name for p in passes)
-        all_names = mod.names()
-        position = {name: i for i, name in enumerate(all_names)}
-        entries = _entries(mod, names)
+        entries, position, indices, sizes = shipped.entries, shipped.position, shipped.indices, shipped.sizes
+        all_names = [name for name, _, _, _ in entries]
         wave = _WaveInput(
             pickled,
             dumps_for_workers(ctx.snapshot()),
@@ -397,7 +401,6 @@ class ParallelExecutor:
             cfg.cache_bytes,
             _probe_inputs(probe, mod, position),
         )
-        indices = [position[name] for name in targets]
         setup = time.perf_counter() - start
         waited = 0.0
         for _ in range(_RETRIES + 1):
@@ -430,13 +433,13 @@ class ParallelExecutor:
             end = time.perf_counter()
             self.cost.record_workers(names, busy, nbytes)
             self.cost.record_wave(end - start - (merge_start - start - setup - waited), busy, cfg.num_workers, nbytes)
-            parent = setup + encode_seconds + (end - merge_start) + run.parent_seconds
-            wall = end - start + encode_seconds
+            parent = setup + shipped.seconds + (end - merge_start) + run.parent_seconds
+            wall = end - start + shipped.seconds
             stats = WaveStats(
                 names,
                 True,
                 "parallel",
-                len(targets),
+                len(indices),
                 run.chunks,
                 nbytes,
                 wall,
@@ -643,16 +646,20 @@ class ParallelExecutor:
                 if new is not mod[name]:
                     out.set_encoded_function(name, data, new)
         views = iter(run.views)
+        changed = []
+        known = wave.digests
         for _, answer in run.answers:
+            store = answer.store
             for result in answer.results:
                 name = all_names[result.index]
                 view = next(views)
                 if view is None:
-                    out.record_digest(name, result.digest)
-                else:
-                    location = (answer.store, result.offset, result.length)
-                    same = mod if result.same_head else None
-                    out.set_encoded_function(name, view, None, result.digest, location=location, same_head_as=same)
+                    if probe is not None or not known[result.index]:  # a digest the module lacks
+                        out.record_digest(name, result.digest)
+                    continue
+                head = None if result.same_head else (_KINDS[result.kind], result.attrs or {})
+                changed.append((name, view, result.digest, (store, result.offset, result.length), head))
+        out.set_encoded_functions(changed, same_head_as=mod)
         return out
 
     def _replay_and_raise(
@@ -776,6 +783,17 @@ class _WaveInput(msgspec.Struct, frozen=True, dict=False):
     probes: list[tuple[int, bytes | memoryview]]
 
 
+class _Shipped(NamedTuple):
+    """What a wave ships, as read from the module: every function's entry (see :func:`_entries`), the
+    position of each name, the targets' positions and encoded sizes, and the seconds it took to read."""
+
+    entries: list[tuple[str, bytes | memoryview, bytes | None, object]]
+    position: dict[str, int]
+    indices: list[int]
+    sizes: list[int]
+    seconds: float
+
+
 class _Probe:
     """What a wave ran in-process before it moved to workers: its first pass on its first functions."""
 
@@ -886,14 +904,10 @@ def _encoded(mod: IRModule, name: str, names: tuple[str, ...]) -> bytes | memory
 def _targets(passes: Sequence[FunctionLevelPass], mod: IRModule) -> list[str]:
     """Functions any pass of the chain may visit (kind and SkipOptimization read without decoding)."""
     visits = [p.visits for p in passes]
-    out = []
-    for name in mod.names():
-        kind, attrs = mod.kind_and_attrs(name)
-        for visit in visits:
-            if visit(kind, attrs):
-                out.append(name)
-                break
-    return out
+    if len(visits) == 1:
+        visit = visits[0]
+        return [name for name, kind, attrs in mod.heads() if visit(kind, attrs)]
+    return [name for name, kind, attrs in mod.heads() if any(visit(kind, attrs) for visit in visits)]
 
 
 def _vetoing_instrument(ctx: PassContext) -> str | None:

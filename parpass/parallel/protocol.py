@@ -11,7 +11,7 @@ as :class:`TaskError`.
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Any, Union
 
 import msgspec
 
@@ -54,7 +54,9 @@ class Result(msgspec.Struct, array_like=True):
     """One function's outcome: where its new bytes lie in the chunk's store, and the digest of its bytes.
 
     ``offset`` is -1 when no pass changed it (``digest`` is then that of the bytes it came in);
-    ``same_head`` says its class and attributes are those it came in with.
+    ``same_head`` says its class and attributes are those it came in with; when they are not, ``kind``
+    (``"Function"`` or ``"PrimFunc"``) and ``attrs`` are the new ones, which the parent would otherwise
+    have to read from the bytes to pick the next wave's targets.
     """
 
     index: int
@@ -62,6 +64,8 @@ class Result(msgspec.Struct, array_like=True):
     length: int
     digest: bytes
     same_head: bool = True
+    kind: str = ""
+    attrs: dict[str, Any] | None = None
 
 
 class StageEmissions(msgspec.Struct, array_like=True):

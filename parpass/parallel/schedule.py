@@ -14,6 +14,7 @@ being spread evenly, and a stolen function only costs the thief a decode.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Sequence
 
@@ -32,22 +33,28 @@ class Dispatcher:
 
     def __init__(self, targets: Sequence[int], sizes: Sequence[int], owners: Sequence[int | None], seats: int) -> None:
         self.seats = max(seats, 1)
-        self._size = dict(zip(targets, sizes, strict=True))
+        size = self._size = dict(zip(targets, sizes, strict=True))
         queued = [0] * self.seats
         mine: list[list[int]] = [[] for _ in range(self.seats)]
         nobody: list[int] = []
         for index, owner in zip(targets, owners, strict=True):
             if owner is not None and 0 <= owner < self.seats:
                 mine[owner].append(index)
-                queued[owner] += self._size[index]
+                queued[owner] += size[index]
             else:
                 nobody.append(index)
-        for index in sorted(nobody, key=lambda i: (-self._size[i], i)):
-            seat = min(range(self.seats), key=lambda s: (queued[s], s))
-            mine[seat].append(index)
-            queued[seat] += self._size[index]
+        if nobody:
+            least = [(queued[s], s) for s in range(self.seats)]  # a heap: the seat with the least work queued
+            heapq.heapify(least)
+            for index in sorted(nobody, key=lambda i: (-size[i], i)):
+                work, seat = least[0]
+                mine[seat].append(index)
+                heapq.heapreplace(least, (work + size[index], seat))
+            queued = [0] * self.seats
+            for work, seat in least:
+                queued[seat] = work
         # Largest first: the small end of each queue is what goes last, or to a thief.
-        self._queues = [deque(sorted(q, key=lambda i: (-self._size[i], i))) for q in mine]
+        self._queues = [deque(sorted(q, key=lambda i: (-size[i], i))) for q in mine]
         self._queued = queued
         self._floor = max(sum(sizes) * MIN_CHUNK_SHARE / self.seats, 1.0)
         self.stolen = 0

@@ -38,6 +38,7 @@ from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
 from parpass.ir.peek import peek_function
 from parpass.ir.serialization import decode_function, encode_function
+from parpass.ir.tir import PrimFunc
 from parpass.parallel.capture import Capture, Emission
 from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import (
@@ -409,8 +410,11 @@ def _results(
             continue
         digest = digest_of(data)
         cache.put(digest, func, len(data), session)
-        same_head = type(func) is type(original) and (func.attrs is original.attrs or func.attrs == original.attrs)
-        changed.append(Result(index, len(blobs), len(data), digest, same_head))
+        if type(func) is type(original) and (func.attrs is original.attrs or func.attrs == original.attrs):
+            changed.append(Result(index, len(blobs), len(data), digest))
+        else:
+            kind = "PrimFunc" if isinstance(func, PrimFunc) else "Function"  # what decoding the bytes gives
+            changed.append(Result(index, len(blobs), len(data), digest, False, kind, dict(func.attrs)))
         blobs.append(data)
     if blobs:
         out.store, offsets = store.append(os.path.dirname(wave.file.path), header.store_limit, blobs)

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import parpass.ir
-from parpass.errors import IRError, IRFormatError
+from parpass.errors import IRError, IRFormatError, ReadOnlyModuleError
 from parpass.ir import GlobalVar, IRModule, Op, relax, tir
 from parpass.ir.serialization import (
     FORMAT_VERSION,
@@ -176,6 +176,31 @@ def test_module_round_trip_is_lazy_and_byte_identical() -> None:
     assert back["main"] == mod["main"] and back["helper"] == mod["helper"]
     assert back.is_decoded("main")
     assert to_bytes(back) == data  # and still after decoding
+
+
+def test_heads_and_set_encoded_functions() -> None:
+    mod = hand_module()
+    assert [(name, kind) for name, kind, _ in mod.heads()] == [("main", relax.Function), ("helper", tir.PrimFunc)]
+    helper = mod["helper"].with_attr("SkipOptimization", True)
+    new = mod.copy()
+    # helper: new bytes whose head is given; main: new bytes (the same function) whose head is the old module's
+    new.set_encoded_functions(
+        [
+            ("main", mod.encoded_function("main"), b"d" * 16, "here", None),
+            ("helper", encode_function(helper), None, None, (tir.PrimFunc, {"SkipOptimization": True})),
+        ],
+        same_head_as=mod,
+    )
+    assert not new.is_decoded("main") and not new.is_decoded("helper")
+    assert new.kind_and_attrs("helper") == (tir.PrimFunc, {"SkipOptimization": True})
+    assert new.kind_and_attrs("main") == (relax.Function, mod["main"].attrs)
+    assert not new.is_decoded("helper") and not new.is_decoded("main")  # heads read without decoding
+    assert new.known_digest("main") == b"d" * 16 and new.location("main") == "here"
+    assert new["helper"] == helper and mod["helper"] is not helper  # the original is untouched
+    with pytest.raises(TypeError, match="function names are str"):
+        new.set_encoded_functions([(GlobalVar("main"), b"", None, None, None)])  # type: ignore[list-item]
+    with pytest.raises(ReadOnlyModuleError):
+        mod.read_only_view().set_encoded_functions([])
 
 
 def test_module_encoding_embeds_cached_function_bytes() -> None:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from parallel_support import module_bytes, parallel_ctx
 from ptest_passes import count_bindings, keep_even, look_up_callees, tag_prim_funcs
 
-from parpass.ir import IRModule
+from parpass.ir import IRModule, relax
 from parpass.testing import random_module
-from parpass.transform import Sequential
+from parpass.transform import PassContext, Sequential, function_pass
 
 
 def _run(pipeline, mod: IRModule, workers: int) -> IRModule:  # type: ignore[no-untyped-def]
@@ -39,6 +40,33 @@ def test_byte_identical_to_serial(seed: int, workers: int, pipeline: str) -> Non
     assert module_bytes(parallel) == module_bytes(serial)
     assert parallel.names() == mod.names()
     assert module_bytes(mod) == before  # the caller's module is never changed
+
+
+@function_pass(opt_level=0, name="SkipEven")
+def skip_even(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Marks functions with an even number of bindings SkipOptimization: the next pass must pass them over."""
+    return func if len(func.bindings) % 2 else func.with_attr("SkipOptimization", True)
+
+
+def test_workers_report_the_new_attributes_so_the_next_wave_reads_no_bytes(
+    small_module: IRModule, history, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    serial = _run(Sequential([skip_even, keep_even]), small_module, 1)
+    out = _run(skip_even, small_module, 2)
+    assert history[-1].parallel
+    import parpass.ir.peek
+
+    def no_peeking(data: object) -> None:
+        raise AssertionError("the attributes of a worker's result were read from its bytes")
+
+    monkeypatch.setattr(parpass.ir.peek, "peek_function", no_peeking)
+    held = [n for n in out.names() if not out.is_decoded(n)]  # bytes from the workers
+    skipped = [n for n in out.names() if out.kind_and_attrs(n)[1].get("SkipOptimization")]
+    assert set(skipped) & set(held) and [n for n in out.names() if not out.is_decoded(n)] == held
+    again = _run(keep_even, out, 2)  # picks its targets from the heads the workers sent
+    assert history[-1].parallel
+    assert module_bytes(again) == module_bytes(serial)
+    assert all(not again.kind_and_attrs(n)[1].get("even") for n in skipped)
 
 
 def test_results_stay_encoded_and_unchanged_functions_keep_their_slot(small_module: IRModule, history) -> None:  # type: ignore[no-untyped-def]
