@@ -78,6 +78,9 @@ _SHIP_MIN_SECONDS = 0.02
 #: does not start the workers: their start-up takes about a second of CPU each, which competes with
 #: this process on a small machine, and a short run never earns it back.
 _START_MIN_SECONDS = 1.5
+#: In-process seconds a wave's first pass runs before its rate may start the workers (its first calls
+#: pay for imports and warming up: a rate taken earlier overstates the work left).
+_START_TRUST = 0.1
 #: How much slower a function's work is in a worker than here (decoding what it lacks, encoding results).
 _WORKER_FACTOR = 1.25
 #: The rest of a wave moves to workers only when that is estimated at most this share of in-process.
@@ -181,31 +184,28 @@ class ParallelExecutor:
         targets = _targets(passes, mod)
         if not targets:
             return self._run_inline(passes, mod, ctx, observer, names, "no target functions")
-        try:
-            pickled = pack_passes(passes)
-        except Exception as err:
-            message = f"pass {names[0] if len(names) == 1 else names!r} cannot be sent to worker processes: {err}"
-            if cfg.strict:
-                raise PassShippingError(message + " (config parpass.strict is set)") from err
-            key = "/".join(names)
-            if key not in self._warned:
-                self._warned.add(key)
-                warnings.warn(message + "; running it in-process", RuntimeWarning, stacklevel=2)
-            _warn_unenforced_timeout(cfg, names, "pass cannot be pickled")
-            return self._run_inline(passes, mod, ctx, observer, names, "pass cannot be pickled")
-        probe: _Probe | None = None
-        if cfg.mode == "auto" and cfg.timeout <= 0:  # only a worker can be stopped at a timeout: ship then
+        # With parpass.strict a pass that cannot be pickled fails wherever it would run; else the chain is
+        # pickled only once it may go to the workers.
+        pickled = self._pack(passes, names, cfg) if cfg.strict else None
+        auto = cfg.mode == "auto" and cfg.timeout <= 0  # only a worker can be stopped at a timeout: ship then
+        known = False
+        if auto:
             # Decide on the amount of IR without encoding anything just to measure it.
             estimate, encoded = self._estimated_bytes(mod, targets)
             known = self.cost.knows(names)
             if known and not self.cost.should_parallelize(names, estimate, cfg.num_workers, cfg.inline_below, encoded):
                 reason = "estimated faster in-process"
                 return self._run_inline(passes, mod, ctx, observer, names, reason, estimate, targets)
-            if not known or not backend_mod.get_backend().ready(cfg.num_workers):
-                outcome = self._probe(passes, mod, ctx, observer, cfg, names, estimate, encoded)
-                if isinstance(outcome, IRModule):
-                    return outcome
-                probe = outcome
+        if pickled is None:
+            pickled = self._pack(passes, names, cfg)
+            if pickled is None:
+                return self._run_inline(passes, mod, ctx, observer, names, "pass cannot be pickled")
+        probe: _Probe | None = None
+        if auto and (not known or not backend_mod.get_backend().ready(cfg.num_workers)):
+            outcome = self._probe(passes, mod, ctx, observer, cfg, names, targets, estimate)
+            if isinstance(outcome, IRModule):
+                return outcome
+            probe = outcome
         t0 = time.perf_counter()
         entries = _entries(mod, names)  # encodes what is held only decoded
         position = {entry[0]: i for i, entry in enumerate(entries)}
@@ -216,6 +216,22 @@ class ParallelExecutor:
         shipped = _Shipped(entries, position, indices, sizes, encode_seconds)
         return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, shipped, probe)
 
+    def _pack(self, passes: Sequence[FunctionLevelPass], names: tuple[str, ...], cfg: ParallelConfig) -> bytes | None:
+        """The chain pickled for the workers; None, having warned, for a pass that cannot be (an error with
+        ``parpass.strict``)."""
+        try:
+            return pack_passes(passes)
+        except Exception as err:
+            message = f"pass {names[0] if len(names) == 1 else names!r} cannot be sent to worker processes: {err}"
+            if cfg.strict:
+                raise PassShippingError(message + " (config parpass.strict is set)") from err
+            key = "/".join(names)
+            if key not in self._warned:
+                self._warned.add(key)
+                warnings.warn(message + "; running it in-process", RuntimeWarning, stacklevel=3)
+            _warn_unenforced_timeout(cfg, names, "pass cannot be pickled")
+            return None
+
     def _probe(
         self,
         passes: Sequence[FunctionLevelPass],
@@ -224,8 +240,8 @@ class ParallelExecutor:
         observer: ChainObserver | None,
         cfg: ParallelConfig,
         names: tuple[str, ...],
+        targets: list[str],
         estimate: int,
-        encoded: int,
     ) -> IRModule | _Probe:
         """Run the chain's first pass in-process, in module order, while the workers start; move the rest
         of the chain to them once they are ready and what the first functions cost says that pays.
@@ -238,13 +254,13 @@ class ParallelExecutor:
         backend = backend_mod.get_backend()
         p0 = passes[0]
         view = mod.read_only_view(view_reason(p0.info.name))
-        first = p0.targets(mod)
-        per_function = estimate / max(1, len(_targets(passes, mod)))
+        first = targets if len(passes) == 1 else p0.targets(mod)
+        per_function = estimate / max(1, len(targets))
         probe = _Probe()
         start, cpu = time.perf_counter(), time.process_time()
         check = start + _PROBE_FIRST
         done = 0.0
-        shipped = False
+        shipped = asked = False
         if observer is not None:
             observer.before_stage(0)
         decoding = 0.0  # of functions held as bytes: learned apart from the pass
@@ -266,9 +282,11 @@ class ParallelExecutor:
                     inline, parallel = self._rest(names, now - start, done, estimate, cfg)
                     if inline < _SHIP_MIN_SECONDS or parallel >= _SHIP_MARGIN * inline:
                         continue  # not worth moving (nor starting workers for)
-                    if not self._pool_started and inline + self._inline_seconds < _START_MIN_SECONDS:
+                    if not self._pool_started and (
+                        now - start < _START_TRUST or inline + self._inline_seconds < _START_MIN_SECONDS
+                    ):
                         continue  # starting workers costs more CPU than this run has shown it would save
-                    self._pool_started = True
+                    self._pool_started = asked = True
                     if backend.ready(cfg.num_workers):  # starts the workers without waiting for them
                         shipped = True
                         break
@@ -295,6 +313,8 @@ class ParallelExecutor:
         if len(passes) == 1:
             return out
         rest = None if observer is None else _Offset(observer, 1)
+        if asked:  # the workers were asked for and may be ready by now: the rest of the chain decides anew
+            return self._run_chain(passes[1:], out, ctx, rest)
         return self._run_inline(passes[1:], out, ctx, rest, names[1:], "after the first pass ran in-process")
 
     def _rest(

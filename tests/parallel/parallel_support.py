@@ -40,7 +40,7 @@ def alive(pid: int) -> bool:
             for line in handle:
                 if line.startswith("State:"):
                     return "Z" not in line.split(":", 1)[1]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before, or while, its status was read
         return False
     return False
 
