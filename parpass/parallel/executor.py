@@ -122,7 +122,7 @@ class ParallelExecutor:
         self._bytes_per_function = 2000.0  # encoded size of a function, averaged over the last wave
         self._lock = threading.Lock()
         self._pool_started = False  # this executor asked for workers once: later waves need not earn it
-        self._inline_seconds = 0.0  # in-process work of the waves 'auto' kept here, before workers started
+        self._inline_seconds = 0.0  # in-process work of the chains 'auto' probed and kept here
 
     def forget(self) -> None:
         """Drop everything learned so far (pass costs, pool overhead, passes that look up others)."""
@@ -201,6 +201,8 @@ class ParallelExecutor:
             if pickled is None:
                 return self._run_inline(passes, mod, ctx, observer, names, "pass cannot be pickled")
         probe: _Probe | None = None
+        if known:
+            self._pool_started = True  # what this chain cost says the workers pay: they may start
         if auto and (not known or not backend_mod.get_backend().ready(cfg.num_workers)):
             outcome = self._probe(passes, mod, ctx, observer, cfg, names, targets, estimate)
             if isinstance(outcome, IRModule):
@@ -315,7 +317,10 @@ class ParallelExecutor:
         rest = None if observer is None else _Offset(observer, 1)
         if asked:  # the workers were asked for and may be ready by now: the rest of the chain decides anew
             return self._run_chain(passes[1:], out, ctx, rest)
-        return self._run_inline(passes[1:], out, ctx, rest, names[1:], "after the first pass ran in-process")
+        began = time.perf_counter()
+        out = self._run_inline(passes[1:], out, ctx, rest, names[1:], "after the first pass ran in-process")
+        self._inline_seconds += time.perf_counter() - began
+        return out
 
     def _rest(
         self, names: tuple[str, ...], elapsed: float, done: float, total: float, cfg: ParallelConfig
