@@ -245,8 +245,8 @@ class ParallelExecutor:
         targets: list[str],
         estimate: int,
     ) -> IRModule | _Probe:
-        """Run the chain's first pass in-process, in module order, while the workers start; move the rest
-        of the chain to them once they are ready and what the first functions cost says that pays.
+        """Run the chain's first pass in-process, in module order; start the workers when the work it shows
+        pays for their start-up, and move the rest of the chain to them once they are ready and that pays.
 
         Returns the result when the whole chain ran in-process, else what ran here (a :class:`_Probe`).
         This is how a chain the cost model does not know yet (or a pool not started yet) costs at most a
