@@ -311,31 +311,13 @@ class IRModule:
         """Function ``key`` as msgpack bytes; cached, so shipping it twice encodes it once."""
         return self._slot(key).encoded()
 
-    def set_encoded_function(
-        self,
-        key: FuncKey,
-        data: bytes | memoryview,
-        func: BaseFunc | None = None,
-        digest: bytes | None = None,
-        *,
-        location: object = None,
-        same_head_as: IRModule | None = None,
-        head: _Head | None = None,
-    ) -> None:
+    def set_encoded_function(self, key: FuncKey, data: bytes | memoryview, func: BaseFunc | None = None) -> None:
         """Set function ``key`` from msgpack bytes (or a read-only buffer of them), decoded only when first read.
 
-        ``func``, if given, is the function ``data`` decodes to (already decoded by the caller);
-        ``digest``, if given, is a content digest of ``data`` (see :meth:`known_digest`);
-        ``location``, if given, says where an executor keeps a copy of ``data`` (see :meth:`location`);
-        ``same_head_as``, if given, is a module whose function ``key`` has the same class and attributes;
-        ``head``, if given, is ``(class, attributes)`` of the function (both spare :meth:`kind_and_attrs`
-        reading them from the bytes).
+        ``func``, if given, is the function ``data`` decodes to (already decoded by the caller).
         """
         self._check_writable()
-        name = _name_of(key)
-        if same_head_as is not None:
-            head = _known_head(same_head_as._slots.get(name))
-        self._slots[name] = _Slot(func, data, digest=digest, location=location, head=head)
+        self._slots[_name_of(key)] = _Slot(func, data)
 
     def set_encoded_functions(
         self,
@@ -343,9 +325,13 @@ class IRModule:
         same_head_as: IRModule | None = None,
     ) -> None:
         """:meth:`set_encoded_function` for many functions at once: ``items`` of ``(name, data, digest,
-        location, head)``; a head of None is taken from ``same_head_as`` (if given), else read when asked.
+        location, head)``.
 
-        What an executor merging a wave's results calls, once per wave rather than once per function.
+        ``digest`` is a content digest of ``data`` and ``location`` where an executor keeps a copy of it
+        (both opaque here, returned by :meth:`encoded_entries`); ``head`` is the function's ``(class,
+        attributes)``, which spares :meth:`kind_and_attrs` reading them from the bytes: None takes them from
+        ``same_head_as`` (a module whose function of that name has the same ones), if given. What an executor
+        merging a wave's results calls, once per wave rather than once per function.
         """
         self._check_writable()
         slots = self._slots
@@ -369,25 +355,13 @@ class IRModule:
         """Function ``key``'s encoded form as held: like :meth:`encoded_function`, but a view is not copied."""
         return self._slot(key).buffer()
 
-    def location(self, key: FuncKey) -> object:
-        """Where an executor said it keeps a copy of function ``key``'s bytes (None if it said nothing)."""
-        return self._slot(key).location
-
-    def known_digest(self, key: FuncKey) -> bytes | None:
-        """The content digest of function ``key``'s encoded bytes, if one was recorded (none is computed here).
-
-        An executor that keeps functions decoded elsewhere (parpass's workers)
-        records the digest it computed of the bytes, and finds the function by
-        it again; the module only keeps it with the bytes it describes.
-        """
-        return self._slot(key).digest
-
     def record_location(self, key: FuncKey, location: object) -> None:
-        """Record where an executor keeps a copy of function ``key``'s bytes (see :meth:`location`)."""
+        """Record where an executor keeps a copy of function ``key``'s bytes (see :meth:`encoded_entries`)."""
         self._slot(key).location = location
 
     def record_digest(self, key: FuncKey, digest: bytes) -> None:
-        """Record ``digest`` as the content digest of function ``key``'s encoded bytes (a cache, like the bytes)."""
+        """Record ``digest`` as the content digest of function ``key``'s encoded bytes (a cache, like the bytes;
+        an executor that keeps functions decoded elsewhere finds them by it again)."""
         self._slot(key).digest = digest
 
     def kind_and_attrs(self, key: FuncKey) -> tuple[type[BaseFunc], Mapping[str, AttrValue]]:

@@ -525,7 +525,6 @@ class ParallelExecutor:
             wave.attrs,
             wave.record,
             wave.digests,
-            0,
             wave.cache_bytes,
             store_limit,
             probes,

@@ -30,7 +30,6 @@ def digest_of(data: bytes | memoryview) -> bytes:
 class _Entry(NamedTuple):
     func: BaseFunc
     size: int  # encoded bytes
-    session: int  # the session that last used it
 
 
 class ResidentCache:
@@ -44,38 +43,32 @@ class ResidentCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, digest: bytes, session: int) -> BaseFunc | None:
+    def get(self, digest: bytes) -> BaseFunc | None:
         entry = self._entries.get(digest)
         if entry is None:
             return None
         self._entries.move_to_end(digest)
-        if entry.session != session:
-            self._entries[digest] = entry._replace(session=session)
         return entry.func
 
-    def put(self, digest: bytes, func: BaseFunc, size: int, session: int) -> None:
+    def put(self, digest: bytes, func: BaseFunc, size: int) -> None:
         """Keep ``func`` (``size`` encoded bytes) under ``digest``, evicting what no longer fits."""
         if size > self.budget:
             return
         old = self._entries.pop(digest, None)
         if old is not None:
             self.size -= old.size
-        self._entries[digest] = _Entry(func, size, session)
+        self._entries[digest] = _Entry(func, size)
         self.size += size
-        while self.size > self.budget:
-            _, evicted = self._entries.popitem(last=False)
-            self.size -= evicted.size
+        self._evict()
 
     def resize(self, budget: int) -> None:
         self.budget = budget
+        self._evict()
+
+    def _evict(self) -> None:
         while self.size > self.budget and self._entries:
             _, evicted = self._entries.popitem(last=False)
             self.size -= evicted.size
-
-    def forget(self, session: int) -> None:
-        """Drop every function last used by ``session``."""
-        for digest in [d for d, e in self._entries.items() if e.session == session]:
-            self.size -= self._entries.pop(digest).size
 
     def clear(self) -> None:
         self._entries.clear()

@@ -56,7 +56,6 @@ class WaveHeader(msgspec.Struct, frozen=True, array_like=True):
     module_attrs: bytes  # msgpack of the module attributes
     record_instruments: bool  # record nested instrument callbacks for replay
     digests: list[bytes]  # digest of function i's bytes, b"" where the parent does not know it
-    session: int  # the top-level pass call the wave belongs to (resident functions are tagged with it)
     cache_budget: int  # encoded bytes of functions a worker may keep resident
     store_limit: int  # bytes past which a worker starts a new result store
     #: functions whose chain starts at its second pass (the first ran in the parent): (index, store, offset,
@@ -99,7 +98,6 @@ def write_wave(
     module_attrs: bytes,
     record_instruments: bool,
     digests: list[bytes],
-    session: int,
     cache_budget: int,
     store_limit: int,
     probes: list[tuple[int, int, int, int]],
@@ -123,7 +121,6 @@ def write_wave(
             module_attrs,
             record_instruments,
             digests,
-            session,
             cache_budget,
             store_limit,
             probes,

@@ -129,7 +129,6 @@ class _Wave:
     def __init__(self, path: str, cache: ResidentCache, readers: dict[str, StoreReader]) -> None:
         self.file = WaveFile(path, readers)
         header = self.file.header
-        self.session = header.session
         self.cache = cache
         cache.resize(header.cache_budget)
         self.passes: list[FunctionLevelPass]
@@ -169,12 +168,12 @@ class _Wave:
         if func is not None:
             return func
         digest = self.file.header.digests[index]
-        func = self.cache.get(digest, self.session) if digest else None
+        func = self.cache.get(digest) if digest else None
         if func is None:
             data = self.file.function_bytes(index)
             func = decode_function(data)
             self.misses += 1
-            self.cache.put(digest or digest_of(data), func, len(data), self.session)
+            self.cache.put(digest or digest_of(data), func, len(data))
         else:
             self.hits += 1
         self._inputs[index] = func
@@ -187,11 +186,11 @@ class _Wave:
             return self.input(index)
         data = self.file.stored_bytes(*place)
         digest = self._probe_digests[index] = digest_of(data)
-        func = self.cache.get(digest, self.session)
+        func = self.cache.get(digest)
         if func is None:
             func = decode_function(data)
             self.misses += 1
-            self.cache.put(digest, func, len(data), self.session)
+            self.cache.put(digest, func, len(data))
         else:
             self.hits += 1
         return func
@@ -391,7 +390,7 @@ def _results(
 ) -> None:
     """Encode what the chain changed into ``store``, keep every final function resident, list the results."""
     header = wave.file.header
-    cache, session = wave.cache, wave.session
+    cache = wave.cache
     blobs: list[bytes] = []
     changed: list[Result] = []
     for k, index in enumerate(indices):
@@ -409,7 +408,7 @@ def _results(
             out.errors.append(_task_error(stage, index, err))
             continue
         digest = digest_of(data)
-        cache.put(digest, func, len(data), session)
+        cache.put(digest, func, len(data))
         if type(func) is type(original) and (func.attrs is original.attrs or func.attrs == original.attrs):
             changed.append(Result(index, len(blobs), len(data), digest))
         else:

@@ -184,74 +184,70 @@ def _key(n: int) -> bytes:
 def test_the_cache_evicts_the_least_recently_used_by_encoded_size() -> None:
     a, b, c, d = _funcs(4)
     cache = ResidentCache(1000)
-    cache.put(_key(1), a, 400, session=1)
-    cache.put(_key(2), b, 400, session=1)
-    assert cache.get(_key(1), session=1) is a  # 1 is now the most recently used
-    cache.put(_key(3), c, 400, session=1)  # 1200 > 1000: the least recently used (2) goes
-    assert cache.get(_key(2), session=1) is None
-    assert cache.get(_key(1), session=1) is a and cache.get(_key(3), session=1) is c
+    cache.put(_key(1), a, 400)
+    cache.put(_key(2), b, 400)
+    assert cache.get(_key(1)) is a  # 1 is now the most recently used
+    cache.put(_key(3), c, 400)  # 1200 > 1000: the least recently used (2) goes
+    assert cache.get(_key(2)) is None
+    assert cache.get(_key(1)) is a and cache.get(_key(3)) is c
     assert cache.size == 800 and len(cache) == 2
-    cache.put(_key(4), d, 900, session=1)  # room only for itself
-    assert len(cache) == 1 and cache.get(_key(4), session=1) is d and cache.size == 900
+    cache.put(_key(4), d, 900)  # room only for itself
+    assert len(cache) == 1 and cache.get(_key(4)) is d and cache.size == 900
 
 
 def test_the_cache_counts_a_function_put_twice_once() -> None:
     a, b = _funcs(2)
     cache = ResidentCache(1000)
-    cache.put(_key(1), a, 600, session=1)
-    cache.put(_key(1), a, 600, session=2)
+    cache.put(_key(1), a, 600)
+    cache.put(_key(1), a, 600)
     assert cache.size == 600 and len(cache) == 1
-    cache.put(_key(2), b, 400, session=2)
+    cache.put(_key(2), b, 400)
     assert cache.size == 1000 and len(cache) == 2
 
 
 def test_a_function_larger_than_the_budget_is_not_kept_and_evicts_nothing() -> None:
     a, b = _funcs(2)
     cache = ResidentCache(1000)
-    cache.put(_key(1), a, 500, session=1)
-    cache.put(_key(2), b, 1001, session=1)
-    assert cache.get(_key(2), session=1) is None
-    assert cache.get(_key(1), session=1) is a and cache.size == 500
+    cache.put(_key(1), a, 500)
+    cache.put(_key(2), b, 1001)
+    assert cache.get(_key(2)) is None
+    assert cache.get(_key(1)) is a and cache.size == 500
+
+
+def test_a_smaller_budget_evicts_the_least_recently_used() -> None:
+    a, b, c = _funcs(3)
+    cache = ResidentCache(1000)
+    for key, func in ((1, a), (2, b), (3, c)):
+        cache.put(_key(key), func, 300)
+    assert cache.get(_key(1)) is a  # 2 is now the least recently used
+    cache.resize(600)
+    assert cache.get(_key(2)) is None and cache.get(_key(1)) is a and cache.get(_key(3)) is c
+    assert cache.size == 600 and cache.budget == 600
 
 
 def test_a_zero_budget_keeps_nothing() -> None:
     (a,) = _funcs(1)
     cache = ResidentCache(0)
-    cache.put(_key(1), a, 1, session=1)
-    cache.put(_key(2), a, 0, session=1)  # even an empty encoding: nothing at all is kept
-    assert cache.get(_key(1), session=1) is None
+    cache.put(_key(1), a, 1)
+    cache.put(_key(2), a, 0)  # even an empty encoding: nothing at all is kept
+    assert cache.get(_key(1)) is None
     assert cache.size == 0
-
-
-def test_forget_drops_what_a_session_last_used() -> None:
-    a, b, c = _funcs(3)
-    cache = ResidentCache(10_000)
-    cache.put(_key(1), a, 100, session=1)
-    cache.put(_key(2), b, 200, session=1)
-    cache.put(_key(3), c, 300, session=2)
-    assert cache.get(_key(2), session=2) is b  # now last used by session 2
-    cache.forget(1)
-    assert cache.get(_key(1), session=3) is None
-    assert cache.get(_key(2), session=2) is b and cache.get(_key(3), session=2) is c
-    assert cache.size == 500
-    cache.forget(2)
-    assert len(cache) == 0 and cache.size == 0
 
 
 def test_resize_evicts_down_to_the_new_budget_least_recently_used_first() -> None:
     a, b, c = _funcs(3)
     cache = ResidentCache(1000)
     for n, func in enumerate((a, b, c)):
-        cache.put(_key(n), func, 300, session=1)
-    cache.get(_key(0), session=1)
+        cache.put(_key(n), func, 300)
+    cache.get(_key(0))
     cache.resize(600)
-    assert cache.get(_key(1), session=1) is None  # the least recently used
-    assert cache.get(_key(0), session=1) is a and cache.get(_key(2), session=1) is c
+    assert cache.get(_key(1)) is None  # the least recently used
+    assert cache.get(_key(0)) is a and cache.get(_key(2)) is c
     cache.resize(10_000)  # growing keeps everything
     assert len(cache) == 2
     cache.resize(0)
     assert len(cache) == 0 and cache.size == 0
-    cache.put(_key(0), a, 1, session=1)
+    cache.put(_key(0), a, 1)
     assert len(cache) == 0
 
 
