@@ -9,10 +9,7 @@ on ``random_module(n)`` for each ``n`` of ``--sizes``, ``--waves`` times each
 - pipeline-shaped: one ``Sequential`` of ``--passes`` trivial passes with
   fusion off, so each pass is its own wave within one top-level call (where
   the workers may keep the IR between waves). Fusion is turned off by the
-  config key ``parpass.fuse_passes`` (or, while it is not registered, another
-  boolean key whose name holds ``fus``, set to the opposite of its default);
-  without one, by a do-nothing instrument, which makes a Sequential run pass
-  by pass; the script says which.
+  config key ``parpass.fuse_passes``.
 
 each with passes that return their input ("unchanged") and passes that change
 every function ("changed": a new attribute). From the executor's wave
@@ -55,13 +52,13 @@ from typing import Any
 from benchutil import fit_line, sigterm_as_exit
 
 import parpass
-from parpass.instrument import PassInstrument
 from parpass.ir import IRModule, from_bytes, relax, to_bytes
 from parpass.parallel import WaveStats, get_backend, usable_cores
 from parpass.parallel import default_executor as executor
 from parpass.passes import default_pipeline
 from parpass.testing import random_module
-from parpass.transform import Pass, PassContext, Sequential, function_pass, list_configs
+from parpass.transform import Pass, PassContext, Sequential, function_pass
+from parpass.transform.passes import FUSE_PASSES
 
 #: Issue 12's targets for the parent's own work, on random_module(2000).
 FIXED_TARGET_MS = 3.0
@@ -87,26 +84,8 @@ def trivial_pass(index: int, changes: bool) -> Pass:
     return identity
 
 
-class ReadsModules(PassInstrument):
-    """An instrument that does nothing; like any instrument that may read modules, it makes a Sequential run pass
-    by pass (the fallback way to turn fusion off while no config key does it)."""
-
-
-#: The config key that lets a Sequential fuse passes (being added with issue 12); until it exists, any registered
-#: boolean key whose name holds "fus" is taken, and failing that a do-nothing instrument turns fusion off.
-FUSE_KEY = "parpass.fuse_passes"
-
-
-def fusion_off() -> tuple[dict[str, Any], list[PassInstrument], str]:
-    """Config and instruments that make a Sequential run each pass as its own wave, and how they do it."""
-    options = list_configs()
-    keys = [FUSE_KEY] if FUSE_KEY in options else sorted(k for k in options if "fus" in k)
-    for key in keys:
-        entry = options[key]
-        if entry.get("type") == "bool" and isinstance(entry.get("default"), bool):
-            value = not entry["default"]
-            return {key: value}, [], f"config {key}={value}"
-    return {}, [ReadsModules()], f"a do-nothing instrument (config {FUSE_KEY} is not registered)"
+#: The config that makes a Sequential run each pass as its own wave.
+FUSION_OFF: dict[str, Any] = {FUSE_PASSES: False}
 
 
 @dataclass
@@ -189,9 +168,7 @@ def report(title: str, samples: dict[int, list[Sample]]) -> tuple[float, float]:
     return fixed, per_function
 
 
-def project(
-    data: bytes, workers: int, repeat: int, fixed: float, per_function: float, fusion: tuple[dict[str, Any], list[Any]]
-) -> None:
+def project(data: bytes, workers: int, repeat: int, fixed: float, per_function: float) -> None:
     """Print the Amdahl bound of the default pipeline on many workers, pass by pass and fused (see the module doc)."""
     pipeline = default_pipeline(2)
     print(
@@ -204,11 +181,8 @@ def project(
         + "|"
     )
     print("|---|---:|---:|---:|---:|---:|---:|" + "---:|" * (1 + len(PROJECTED_WORKERS)))
-    for label, config, instruments in (
-        ("pass by pass", fusion[0], fusion[1]),
-        ("fused", {}, []),
-    ):
-        inline_ctx = PassContext(opt_level=2, instruments=instruments, config={**config, "parpass.num_workers": 1})
+    for label, config in (("pass by pass", FUSION_OFF), ("fused", {})):
+        inline_ctx = PassContext(opt_level=2, config={**config, "parpass.num_workers": 1})
         walls: list[float] = []
         passes: list[float] = []
         for _ in range(repeat):
@@ -222,7 +196,7 @@ def project(
         always = {**config, "parpass.num_workers": workers, "parpass.parallel": "always"}
         mod = from_bytes(data)
         assert isinstance(mod, IRModule)
-        stats, _, _ = _waves_of_call(pipeline, mod, PassContext(opt_level=2, instruments=instruments, config=always))
+        stats, _, _ = _waves_of_call(pipeline, mod, PassContext(opt_level=2, config=always))
         shipped = [w for w in stats if w.parallel]
         functions = sum(w.functions for w in shipped)
         serial = len(shipped) * fixed + functions * per_function + anyway
@@ -271,14 +245,13 @@ def main() -> int:
 
 def run(args: argparse.Namespace, sizes: Sequence[int]) -> int:
     modules = {n: random_module(num_functions=n, seed=0) for n in sizes}
-    config, instruments, how = fusion_off()
     always = {"parpass.num_workers": args.workers, "parpass.parallel": "always"}
     get_backend().warm(args.workers)
     print(
         f"parpass {parpass.__version__}; usable cores {usable_cores()}; {args.workers} workers, mode 'always'; "
         f"{args.waves} calls per size and run, medians; trivial function passes (the Functions of each module)"
     )
-    print(f"pipeline-shaped runs: a Sequential of {args.passes} passes, fusion off by {how}")
+    print(f"pipeline-shaped runs: a Sequential of {args.passes} passes, fusion off by config {FUSE_PASSES}=False")
     fits: dict[str, tuple[float, float]] = {}
     inline: list[str] = []
     for changes in (False, True):
@@ -287,7 +260,7 @@ def run(args: argparse.Namespace, sizes: Sequence[int]) -> int:
         samples, missed = measure(lambda c=changes: trivial_pass(0, c), modules, ctx, args.waves)
         inline += missed
         fits[f"one {variant}"] = report(f"one pass per call, functions {variant}:", samples)
-        ctx = PassContext(opt_level=2, instruments=instruments, config={**config, **always})
+        ctx = PassContext(opt_level=2, config={**FUSION_OFF, **always})
 
         def pipeline(c: bool = changes) -> Pass:
             return Sequential([trivial_pass(k, c) for k in range(args.passes)], name="trivial_pipeline")
@@ -300,7 +273,7 @@ def run(args: argparse.Namespace, sizes: Sequence[int]) -> int:
     if args.project_functions:
         data = to_bytes(random_module(num_functions=args.project_functions, seed=0))
         fixed, per_function = fits["pipeline changed"]
-        project(data, args.workers, args.project_repeat, fixed, per_function, (config, instruments))
+        project(data, args.workers, args.project_repeat, fixed, per_function)
     if inline:
         print("\nwaves that did not run in workers (not counted):" + "".join(f"\n  {w}" for w in sorted(set(inline))))
         return 1

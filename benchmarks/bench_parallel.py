@@ -277,10 +277,10 @@ def cold_child(key: str, workers: int, path: str) -> ColdRun:
     ``workers = 1`` runs in-process; more runs in ``auto`` mode with a pool that
     starts on demand and a cost model that has learned nothing.
     """
+    # Validating decodes every function, and the module keeps them decoded, as built IR is: the run pays
+    # for no decoding the warm runs do not.
     mod = from_bytes(Path(path).read_bytes(), source=path)
-    assert isinstance(mod, IRModule)
-    for name in mod.names():
-        mod[name]  # decoded, as built IR is: the run pays for no decoding the warm runs do not
+    assert isinstance(mod, IRModule) and all(mod.is_decoded(name) for name in mod.names())
     (case,) = (c for c in CASES if c.key == key)
     pass_ = case.make()
     with PassContext(opt_level=3, config={"parpass.num_workers": workers}):

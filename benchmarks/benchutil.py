@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator, Sequence
 from types import FrameType
 
-from parpass.ir import IRModule
+from parpass.ir import IRModule, to_bytes
 
 #: A pure-Python busy loop that stops by itself once its parent is gone (reparented: another parent pid), so
 #: that it cannot outlive a benchmark killed with SIGKILL, which runs no cleanup.
@@ -112,10 +112,5 @@ def fit_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
 
 
 def module_digest(mod: IRModule) -> str:
-    """SHA-256 of a module's function names and encoded functions, in module order: equal iff byte-identical."""
-    h = hashlib.sha256()
-    for name in mod.names():
-        data = mod.encoded_function(name)
-        h.update(f"{name}\0{len(data)}\0".encode())
-        h.update(data)
-    return h.hexdigest()
+    """SHA-256 of a module's bytes (functions and attributes): equal iff byte-identical."""
+    return hashlib.sha256(to_bytes(mod)).hexdigest()

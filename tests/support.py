@@ -6,6 +6,8 @@ there), so any test module can ``from support import make_module``.
 
 from __future__ import annotations
 
+import time
+
 from parpass.ir import IRModule, relax, tir
 from parpass.ir.node import Op
 from parpass.ir.types import TensorType
@@ -43,3 +45,25 @@ def make_module() -> IRModule:
             "skip": relax_func(1, attrs={"SkipOptimization": True}),
         }
     )
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live (non-zombie) process."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("State:"):
+                    return "Z" not in line.split(":", 1)[1]
+    except (FileNotFoundError, ProcessLookupError):  # gone before, or while, its status was read
+        return False
+    return False
+
+
+def wait_gone(pids: set[int] | list[int], seconds: float = 10.0) -> set[int]:
+    """The processes of ``pids`` still alive after waiting up to ``seconds`` for all of them to exit."""
+    deadline = time.monotonic() + seconds
+    left = {p for p in pids if alive(p)}
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = {p for p in left if alive(p)}
+    return left

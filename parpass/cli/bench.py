@@ -53,6 +53,7 @@ from parpass.cli.progress import ProgressBar, ProgressInstrument
 from parpass.instrument import PassInstrument, PassTiming, PassTimingInstrument
 from parpass.ir.module import IRModule
 from parpass.transform import FunctionLevelPass, Pass, Sequential, pipeline_spec
+from parpass.transform.passes import FUSE_PASSES
 
 _DESCRIPTION = """\
 Time a pass pipeline (the default pipeline unless --pipeline) on a random module of
@@ -75,7 +76,7 @@ PLOT_INSTALL_HINT = 'pip install matplotlib, or pip install ".[plot]" in a parpa
 #: Config options bench sets itself, and what to do instead of setting them.
 _RESERVED = {
     "parpass.num_workers": "use --workers",
-    "parpass.fuse_passes": "it runs the pipeline both pass by pass and fused",
+    FUSE_PASSES: "it runs the pipeline both pass by pass and fused",
 }
 
 #: The worker counts the Amdahl projection is printed for.
@@ -272,7 +273,7 @@ class Bench:
 
         mod = from_bytes(self.data)  # a fresh module holding its functions as bytes, as if read from a file
         assert isinstance(mod, IRModule)
-        ctx = self.context(workers, instruments, **{"parpass.fuse_passes": fuse})
+        ctx = self.context(workers, instruments, **{FUSE_PASSES: fuse})
         marker = executor.history[-1] if executor.history else None
         start = time.perf_counter()
         with ctx:

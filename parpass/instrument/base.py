@@ -113,10 +113,14 @@ class PassInstrument:
         return f"<{self.name}>"
 
 
+def may_veto(pi: PassInstrument) -> bool:
+    """Whether ``pi`` may veto passes: it overrides ``should_run`` (in its class or on the instance)."""
+    return type(pi).should_run is not PassInstrument.should_run or "should_run" in getattr(pi, "__dict__", {})
+
+
 def keeps_fusion(pi: PassInstrument) -> bool:
     """Whether ``pi`` lets a Sequential fuse passes: it reads no module and cannot veto a pass."""
-    vetoes = type(pi).should_run is not PassInstrument.should_run or "should_run" in getattr(pi, "__dict__", {})
-    return pi.reads_module is False and not vetoes
+    return pi.reads_module is False and not may_veto(pi)
 
 
 def _wrap_class_pass_instrument(pi_cls: type) -> type[PassInstrument]:

@@ -33,7 +33,7 @@ from parpass.errors import (
     RemotePassError,
     WorkerCrashedError,
 )
-from parpass.instrument.base import PassInstrument
+from parpass.instrument.base import may_veto
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
 from parpass.ir.relax import Function
@@ -125,11 +125,13 @@ class ParallelExecutor:
         self._inline_seconds = 0.0  # in-process work of the chains 'auto' probed and kept here
 
     def forget(self) -> None:
-        """Drop everything learned so far (pass costs, pool overhead, passes that look up others)."""
+        """Drop everything learned so far (pass costs, pool overhead, passes that look up others, the in-process
+        work that earns the workers' start); whether the workers were started once stays."""
         with self._lock:
             self.cost = CostModel()
             self._looks_up.clear()
             self._bytes_per_function = 2000.0
+            self._inline_seconds = 0.0
             self.history.clear()
             self.last = None
 
@@ -936,10 +938,7 @@ def _targets(passes: Sequence[FunctionLevelPass], mod: IRModule) -> list[str]:
 
 def _vetoing_instrument(ctx: PassContext) -> str | None:
     """An instrument that may veto passes, whose answers for nested passes a worker cannot know."""
-    for pi in ctx.instruments:
-        if type(pi).should_run is not PassInstrument.should_run:
-            return pi.name
-    return None
+    return next((pi.name for pi in ctx.instruments if may_veto(pi)), None)
 
 
 def _warn_unenforced_timeout(cfg: ParallelConfig, names: tuple[str, ...], reason: str) -> None:

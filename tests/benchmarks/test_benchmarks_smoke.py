@@ -93,17 +93,15 @@ def test_bench_overhead_refuses_bad_arguments(args: tuple[str, ...], message: st
 
 
 def test_fusion_off_makes_a_sequential_run_one_wave_per_pass() -> None:
-    from bench_overhead import fusion_off, trivial_pass
+    from bench_overhead import FUSION_OFF, trivial_pass
 
     from parpass.parallel import default_executor
     from parpass.testing import random_module
     from parpass.transform import PassContext, Sequential
 
-    config, instruments, how = fusion_off()
-    assert how
     pipeline = Sequential([trivial_pass(k, changes=True) for k in range(3)])
     default_executor.history.clear()
-    with PassContext(instruments=instruments, config={**config, "parpass.num_workers": 1}):
+    with PassContext(config={**FUSION_OFF, "parpass.num_workers": 1}):
         out = pipeline(random_module(num_functions=4, seed=0))
     assert [w.passes for w in default_executor.history] == [("Touch0",), ("Touch1",), ("Touch2",)]
     assert out["main"].attrs["touched_2"] == 2

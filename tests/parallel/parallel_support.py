@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))  # workers import ptest_passes by reference
+
+from support import alive, wait_gone  # noqa: F401  (re-exported for the parallel tests)
 
 from parpass.instrument import PassInstrument
 from parpass.ir import IRModule, relax, structural_hash
@@ -33,30 +34,8 @@ def module_bytes(mod: IRModule) -> list[tuple[str, bytes]]:
     return [(name, mod.encoded_function(name)) for name in mod.names()]
 
 
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live (non-zombie) process."""
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith("State:"):
-                    return "Z" not in line.split(":", 1)[1]
-    except (FileNotFoundError, ProcessLookupError):  # gone before, or while, its status was read
-        return False
-    return False
-
-
 def worker_pids() -> list[int]:
     return get_backend().worker_pids()
-
-
-def wait_gone(pids: set[int] | list[int], seconds: float = 10.0) -> set[int]:
-    """The processes of ``pids`` still alive after waiting up to ``seconds`` for all of them to exit."""
-    deadline = time.monotonic() + seconds
-    left = {p for p in pids if alive(p)}
-    while left and time.monotonic() < deadline:
-        time.sleep(0.05)
-        left = {p for p in left if alive(p)}
-    return left
 
 
 # ---------------------------------------------------------------------------------------------------------------------

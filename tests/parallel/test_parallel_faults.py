@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from parallel_support import alive, leftovers, module_bytes, parallel_ctx, worker_pids
+from parallel_support import leftovers, module_bytes, parallel_ctx, wait_gone, worker_pids
 from ptest_passes import count_bindings, exits_worker, fails_on_some, segfaults, sleeps
 
 from parpass.errors import PassTimeoutError, WorkerCrashedError
@@ -21,15 +21,6 @@ from parpass.parallel import LokyBackend, get_backend, load_reproducer, reproduc
 from parpass.parallel.backend import BrokenPool
 
 HERE = os.path.dirname(__file__)
-
-
-def _wait_gone(pids: list[int], seconds: float = 10.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    left = [p for p in pids if alive(p)]
-    while left and time.monotonic() < deadline:
-        time.sleep(0.05)
-        left = [p for p in left if alive(p)]
-    return left
 
 
 def _warm(mod: IRModule) -> list[int]:
@@ -53,7 +44,7 @@ def test_worker_death_names_pass_and_function_and_leaves_nothing(  # type: ignor
     assert "main" in err.functions
     assert "'main'" in str(err) and crashing_pass.info.name in str(err)
     assert module_bytes(small_module) == before
-    assert _wait_gone(pids) == []
+    assert wait_gone(pids) == set()
     assert leftovers(scratch) == []  # no wave, progress or output file left
     # the pool is rebuilt and the next pass works
     with parallel_ctx(2):
@@ -106,7 +97,7 @@ class _HoldsChunksUntilADeath:
                 break
             except (FileNotFoundError, IndexError, ValueError):  # not written yet
                 time.sleep(0.01)
-        assert _wait_gone([pid], 60) == [], "the worker that took the first chunk did not die"
+        assert wait_gone([pid], 60) == set(), "the worker that took the first chunk did not die"
 
 
 class _HeldCrew:
@@ -160,7 +151,7 @@ def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule
     assert info.value.functions == ("main",)
     assert "0.5s" in str(info.value) and "Sleeps" in str(info.value)
     assert isinstance(info.value, TimeoutError)
-    assert _wait_gone(pids) == []
+    assert wait_gone(pids) == set()
     assert leftovers(scratch) == []
     with parallel_ctx(2):
         count_bindings(small_module)
@@ -234,7 +225,7 @@ def test_ctrl_c_leaves_no_worker_behind(tmp_path) -> None:  # type: ignore[no-un
     out, err = proc.communicate(timeout=60)
     assert "interrupted" in out, err
     assert proc.returncode != 0
-    assert _wait_gone(pids) == []
+    assert wait_gone(pids) == set()
 
 
 def test_a_pass_inside_a_worker_never_starts_a_pool(small_module: IRModule) -> None:

@@ -91,6 +91,19 @@ def test_a_vetoing_instrument_keeps_the_pass_in_process(small_module: IRModule, 
     assert out["main"].attrs["inner"] is None
 
 
+def test_a_veto_set_on_the_instance_keeps_the_pass_in_process(small_module: IRModule, history) -> None:  # type: ignore[no-untyped-def]
+    @pass_instrument
+    class Plain:
+        pass
+
+    plain = Plain()
+    plain.should_run = lambda mod, info: info.name != "InnerModulePass"  # an override of this instrument only
+    with PassContext(instruments=[plain], config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
+        out = calls_nested_pass(small_module)
+    assert not history[-1].parallel and "veto" in history[-1].reason
+    assert out["main"].attrs["inner"] is None
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_passes_without_instruments_record_nothing(small_module: IRModule, workers: int) -> None:
     with parallel_ctx(workers):
