@@ -74,10 +74,10 @@ _PROBE_EVERY = 0.005
 _PROBE_MIN_FUNCTIONS = 8
 #: In-process seconds of work left below which the rest of a wave is not worth moving to workers.
 _SHIP_MIN_SECONDS = 0.02
-#: In-process seconds of work (this wave's rest, plus what earlier waves ran here) below which a wave
-#: does not start the workers: their start-up takes about a second of CPU each, which competes with
-#: this process on a small machine, and a short run never earns it back.
-_START_MIN_SECONDS = 1.5
+#: Seconds a run must expect to save before it starts the workers, with as many workers as usable cores:
+#: their start-up (about half a second of CPU each here) competes with this process, and a first run on
+#: this 2-core machine that started them to save ~0.6 s came out 0.3 s slower.
+_START_COST = 1.0
 #: In-process seconds a wave's first pass runs before its rate may start the workers (its first calls
 #: pay for imports and warming up: a rate taken earlier overstates the work left).
 _START_TRUST = 0.1
@@ -287,7 +287,7 @@ class ParallelExecutor:
                     if inline < _SHIP_MIN_SECONDS or parallel >= _SHIP_MARGIN * inline:
                         continue  # not worth moving (nor starting workers for)
                     if not self._pool_started and (
-                        now - start < _START_TRUST or inline + self._inline_seconds < _START_MIN_SECONDS
+                        now - start < _START_TRUST or not self._earns_start(inline, parallel, cfg)
                     ):
                         continue  # starting workers costs more CPU than this run has shown it would save
                     self._pool_started = asked = True
@@ -323,6 +323,12 @@ class ParallelExecutor:
         out = self._run_inline(passes[1:], out, ctx, rest, names[1:], "after the first pass ran in-process")
         self._inline_seconds += time.perf_counter() - began
         return out
+
+    def _earns_start(self, inline: float, parallel: float, cfg: ParallelConfig) -> bool:
+        """Whether starting the workers pays: what moving the rest of this wave saves, plus what the
+        in-process work this process has already done would save if as much came again, covers their start."""
+        again = self._inline_seconds * max(1 - _WORKER_FACTOR / cfg.num_workers, 0.0)
+        return inline - parallel + again >= _START_COST * cfg.num_workers / backend_mod.usable_cores()
 
     def _rest(
         self, names: tuple[str, ...], elapsed: float, done: float, total: float, cfg: ParallelConfig
