@@ -53,6 +53,7 @@ from parpass.parallel.worker import pack_passes
 from parpass.transform.context import PassContext
 from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming, view_reason
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note
+from parpass.transform.statistics import add_counts
 
 log = logging.getLogger("parpass.parallel")
 
@@ -724,8 +725,11 @@ class ParallelExecutor:
                     if observer is not None:
                         observer.stage_failed(stage, err)
                     raise
-            if observer is not None and (stage < last or not errors):
-                observer.after_stage(stage, _stage_timing(results, stage))
+            if stage < last or not errors:
+                # Counted in the workers: in the caller's statistics before the instruments hear of the pass.
+                add_counts(c for r in results if stage < len(r.stage_counts) for c in r.stage_counts[stage])
+                if observer is not None:
+                    observer.after_stage(stage, _stage_timing(results, stage))
         if not errors:
             return
         first = errors[0]

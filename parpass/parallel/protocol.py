@@ -90,6 +90,8 @@ class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     #: per stage: wall and CPU seconds its pass calls took in this chunk
     stage_wall: list[float] = []
     stage_cpu: list[float] = []
+    #: per stage (when the context counts pass statistics): (pass, counter, count) of its pass calls here
+    stage_counts: list[list[tuple[str, str, int]]] = []
     #: functions found resident (not decoded), and decoded from bytes
     hits: int = 0
     misses: int = 0

@@ -56,10 +56,11 @@ from parpass.parallel.protocol import (
 from parpass.parallel.resident import ResidentCache, digest_of
 from parpass.parallel.store import StoreReader, StoreWriter
 from parpass.parallel.wave import ProgressSlots, WaveFile
-from parpass.transform.context import PassContext
+from parpass.transform.context import PassContext, inside_pass
 from parpass.transform.executor import view_reason
 from parpass.transform.pass_info import PassInfo
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note
+from parpass.transform.statistics import PASS_STATISTICS, swap_sink
 
 
 class _Recorder(PassInstrument):
@@ -141,6 +142,7 @@ class _Wave:
         instruments = [self.recorder] if header.record_instruments else None
         self.ctx = PassContext.from_snapshot(snapshot, instruments)
         self.quiet_ctx = PassContext.from_snapshot(snapshot)
+        self.counting = bool(self.ctx.config[PASS_STATISTICS])
         self.attrs = msgspec.msgpack.decode(header.module_attrs)
         self.index = {name: i for i, name in enumerate(header.names)}
         self.recomputed = [0] * len(self.passes)
@@ -223,11 +225,13 @@ class _Wave:
                 # Computed here only to be looked up: its output and events belong to its own task.
                 saved_sink, self.capture.sink = self.capture.sink, []
                 saved_record, self.recorder.sink = self.recorder.sink, None
+                saved_counts = swap_sink(None)
                 try:
                     with self.quiet_ctx:
                         return p.transform_one(func, name, before, self.quiet_ctx)
                 finally:
                     self.capture.sink, self.recorder.sink = saved_sink, saved_record
+                    swap_sink(saved_counts)
             finally:
                 self._loading -= 1
 
@@ -332,7 +336,8 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot
         capture, recorder, ctx, views = wave.capture, wave.recorder, wave.ctx, wave.views
         wave.recomputed = [0] * len(wave.passes)
         wave.hits = wave.misses = 0
-        with capture, ctx:
+        # Everything here is part of the application of a pass the parent numbered (opt-bisect).
+        with capture, ctx, inside_pass():
             # Decoded together, then pass by pass, as the serial run goes: a pass's code and data stay
             # in the processor's caches, and the chunk's IR lies together in memory (~10% faster than
             # taking each function through the whole chain in turn).
@@ -344,6 +349,8 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot
             for stage, p in enumerate(wave.passes):
                 view = views[stage]
                 stage_start, stage_cpu = time.perf_counter(), time.process_time()
+                counts: dict[tuple[str, str], int] | None = {} if wave.counting else None
+                outer_counts = swap_sink(counts)
                 for k, index in enumerate(indices):
                     func = funcs[k]
                     if func is None or failed[k] or stage < first[k] or not applies(p, func):
@@ -364,6 +371,9 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot
                         recorder.sink = None
                     if sink:
                         out.emissions.append(StageEmissions(stage, index, sink))
+                swap_sink(outer_counts)
+                if counts is not None:
+                    out.stage_counts.append([(p_name, name, n) for (p_name, name), n in sorted(counts.items())])
                 out.stage_wall.append(time.perf_counter() - stage_start)
                 out.stage_cpu.append(time.process_time() - stage_cpu)
             progress.idle(slot)

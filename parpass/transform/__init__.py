@@ -37,6 +37,7 @@ from parpass.transform.passes import (
 from parpass.transform.pipeline_spec import Pipeline, PipelineSpecError, parse_pipeline, pipeline_spec
 from parpass.transform.print_ir import PrintIR
 from parpass.transform.registry import get_pass, list_passes, register_pass
+from parpass.transform.statistics import PassStatistics, Statistic
 
 __all__ = [
     "ConfigOption",
@@ -53,11 +54,13 @@ __all__ = [
     "PassContextSnapshot",
     "PassDependencyError",
     "PassInfo",
+    "PassStatistics",
     "Pipeline",
     "PipelineSpecError",
     "PrimFuncPass",
     "PrintIR",
     "Sequential",
+    "Statistic",
     "UnknownConfigOptionError",
     "attach_pass_note",
     "function_pass",

@@ -9,20 +9,23 @@ the one around it, as in TVM.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from parpass.instrument.base import PassInstrument
+from parpass.transform.bisect import BISECT_LIMIT, BISECT_PRINT, BisectDecision, BisectState
 from parpass.transform.config import PassConfig, list_configs, validate_config
 from parpass.transform.pass_info import PassInfo, check_opt_level, check_pass_names
+from parpass.transform.statistics import PASS_STATISTICS, PassStatistics, swap_sink
 
 if TYPE_CHECKING:
     from parpass.ir.module import IRModule
     from parpass.transform.executor import StageTiming
 
-__all__ = ["PassContext", "PassContextSnapshot"]
+__all__ = ["PassContext", "PassContextSnapshot", "at_top_level", "inside_pass"]
 
 _VIEW_REASON = "pass instruments get a read-only view of the module"
 
@@ -47,9 +50,26 @@ class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.stack: list[PassContext] = []
         self.default: PassContext | None = None
+        self.depth = 0  # pass applications this thread is inside
 
 
 _STATE = _ThreadState()
+
+
+def at_top_level() -> bool:
+    """Whether the calling thread runs no pass now: a pass called here is an application of its own
+    (numbered by opt-bisect, listed in the statistics), not part of another pass's."""
+    return _STATE.depth == 0
+
+
+@contextmanager
+def inside_pass() -> Iterator[None]:
+    """Within the block, the calling thread is inside a pass application (a worker is, for every chunk)."""
+    _STATE.depth += 1
+    try:
+        yield
+    finally:
+        _STATE.depth -= 1
 
 
 def _check_instruments(instruments: object) -> tuple[PassInstrument, ...]:
@@ -84,7 +104,17 @@ class PassContext:
       validated here; read them with ``ctx.config[key]``.
     """
 
-    __slots__ = ("_config", "_disabled", "_instruments", "_opt_level", "_required", "_required_set")
+    __slots__ = (
+        "_bisect",
+        "_config",
+        "_counting",
+        "_disabled",
+        "_instruments",
+        "_opt_level",
+        "_required",
+        "_required_set",
+        "_statistics",
+    )
 
     def __init__(
         self,
@@ -100,6 +130,12 @@ class PassContext:
         self._required_set = frozenset(self._required)
         self._instruments = _check_instruments(instruments)
         self._config = PassConfig(validate_config(config))
+        self._init_records()
+
+    def _init_records(self) -> None:
+        self._statistics = PassStatistics()
+        self._counting = bool(self._config[PASS_STATISTICS])
+        self._bisect: BisectState | None = None
 
     # ------------------------------------------------------------ fields
 
@@ -125,6 +161,32 @@ class PassContext:
         """The validated config (``ctx.config[key]``; unset registered keys give their default)."""
         return self._config
 
+    @property
+    def pass_statistics(self) -> PassStatistics:
+        """The pass statistics counted under this context (empty unless its config sets
+        ``parpass.pass_statistics``); they add up over every pass call made under it."""
+        return self._statistics
+
+    @property
+    def bisect_log(self) -> tuple[BisectDecision, ...]:
+        """Every pass application opt-bisect numbered under this context, in order (empty unless its
+        config sets ``parpass.bisect_limit``)."""
+        return tuple(self._bisect.log) if self._bisect is not None else ()
+
+    def bisect_state(self) -> BisectState | None:
+        """The opt-bisect numbering of this context; None when ``parpass.bisect_limit`` is not set."""
+        if self._bisect is None:
+            limit = self._config[BISECT_LIMIT]
+            if limit < 0:
+                return None
+            self._bisect = BisectState(limit, bool(self._config[BISECT_PRINT]))
+        return self._bisect
+
+    def note_run(self, info: PassInfo) -> None:
+        """Record that a pass runs at the top level (the statistics list it, in the order passes ran)."""
+        if self._counting:
+            self._statistics.note_run(info.name)
+
     def __repr__(self) -> str:
         parts = [f"opt_level={self._opt_level}"]
         if self._required:
@@ -142,6 +204,7 @@ class PassContext:
     def __enter__(self) -> PassContext:
         self._enter_instruments()
         _STATE.stack.append(self)
+        swap_sink(self._statistics.counts if self._counting else None)
         return self
 
     def __exit__(
@@ -151,6 +214,8 @@ class PassContext:
         if not stack or stack[-1] is not self:
             raise RuntimeError("PassContext exited out of order: it is not the innermost context of this thread")
         stack.pop()
+        outer = stack[-1] if stack else None
+        swap_sink(outer._statistics.counts if outer is not None and outer._counting else None)
         self._exit_instruments()
 
     @staticmethod
@@ -304,4 +369,5 @@ class PassContext:
         ctx._required_set = frozenset(ctx._required)
         ctx._instruments = _check_instruments(list(instruments) if instruments is not None else None)
         ctx._config = PassConfig(dict(snapshot.config), dict(snapshot.defaults))
+        ctx._init_records()
         return ctx

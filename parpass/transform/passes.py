@@ -9,6 +9,7 @@ disabled_pass check; only a Sequential applies those to the passes it holds).
 from __future__ import annotations
 
 import abc
+import contextlib
 import functools
 import importlib
 import inspect
@@ -23,8 +24,9 @@ from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
 from parpass.ir.relax import Function
 from parpass.ir.tir import PrimFunc
+from parpass.transform.bisect import BISECT_LIMIT, BisectState
 from parpass.transform.config import register_config_option
-from parpass.transform.context import PassContext
+from parpass.transform.context import PassContext, at_top_level, inside_pass
 from parpass.transform.executor import ChainObserver, FunctionPassExecutor, StageTiming, get_function_pass_executor
 from parpass.transform.pass_info import PassInfo
 
@@ -134,17 +136,41 @@ class Pass(abc.ABC):
         return self._run(mod, PassContext.current())
 
     def _run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        """The pass with its instrument callbacks (TVM's ``Pass::operator()``); a vetoed pass returns ``mod``."""
+        """The pass with its instrument callbacks (TVM's ``Pass::operator()``); a vetoed pass returns ``mod``.
+
+        A pass that is an application of its own (run at the top level, not a
+        Sequential) goes through opt-bisect first, is listed in the statistics,
+        and runs inside the application (what it calls is part of it).
+        """
+        info = self._info
+        if isinstance(self, Sequential) or not at_top_level():
+            return self._run_instrumented(self, mod, ctx)
+        runner: Pass | None = self
+        gate = ctx.bisect_state()
+        if gate is not None and not ctx.is_required(info.name):
+            runner = self._bisected(mod, gate)
+            if runner is None:
+                return mod
+        ctx.note_run(info)
+        with inside_pass():
+            return self._run_instrumented(runner, mod, ctx)
+
+    def _run_instrumented(self, runner: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
+        """``runner``'s body (this pass, or what opt-bisect left of it) between this pass's instrument callbacks."""
         info = self._info
         if not ctx.instrument_before_pass(mod, info):
             return mod
         try:
-            ret, timing = self._execute_timed(mod, ctx)
+            ret, timing = runner._execute_timed(mod, ctx)
         except BaseException as err:
             ctx.instrument_pass_error(mod, info, err)
             raise
         ctx.instrument_after_pass(ret, info, timing)
         return ret
+
+    def _bisected(self, mod: IRModule, gate: BisectState) -> Pass | None:
+        """What of this pass runs under opt-bisect: itself, or nothing (None); a module pass is one application."""
+        return self if gate.decide(self._info.name, None) else None
 
     @abc.abstractmethod
     def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
@@ -273,6 +299,15 @@ class FunctionLevelPass(Pass):
     def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
         return _run_chain((self,), mod, ctx)
 
+    def _bisected(self, mod: IRModule, gate: BisectState) -> Pass | None:
+        """One application per target function, in module order: this pass, the pass on the first targets
+        only, or nothing."""
+        targets = self.targets(mod)
+        running = gate.decide(self._info.name, targets)
+        if running == len(targets):
+            return self
+        return _FirstTargets(self, targets[:running]) if running else None
+
     def _execute_timed(self, mod: IRModule, ctx: PassContext) -> tuple[IRModule, StageTiming | None]:
         """The body run by the executor, which also says how long it took, where instruments may want to know.
 
@@ -286,6 +321,25 @@ class FunctionLevelPass(Pass):
             return self._execute(mod, ctx), None
         measured = _StageTime()
         return _run_chain((self,), mod, ctx, measured), measured.timing
+
+
+class _FirstTargets(FunctionLevelPass):
+    """Function-level pass ``inner`` applied to the functions ``names`` only, the others left as they are
+    (what opt-bisect lets run of a pass whose applications straddle the limit)."""
+
+    def __init__(self, inner: FunctionLevelPass, names: Sequence[str]) -> None:
+        super().__init__(inner.pass_func, inner.info)
+        self.inner = inner
+        self.names = frozenset(names)
+
+    def visits(self, func_kind: type[BaseFunc], attrs: Mapping[str, Any]) -> bool:
+        return self.inner.visits(func_kind, attrs)
+
+    def transform_one(self, func: BaseFunc, name: str, mod: IRModule, ctx: PassContext) -> BaseFunc:
+        return self.inner.transform_one(func, name, mod, ctx) if name in self.names else func
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (_FirstTargets, (self.inner, sorted(self.names)))
 
 
 class _StageTime:
@@ -390,8 +444,8 @@ def _may_fuse(ctx: PassContext) -> bool:
     none reads the modules or may veto a pass (:func:`keeps_fusion`) and the
     executor takes the chain observer that calls them pass by pass.
     """
-    if not ctx.config[FUSE_PASSES]:
-        return False
+    if not ctx.config[FUSE_PASSES] or ctx.config[BISECT_LIMIT] >= 0:
+        return False  # opt-bisect numbers each pass's targets before it runs: one pass at a time
     instruments = ctx.instruments
     if not instruments:
         return True
@@ -547,7 +601,12 @@ class Sequential(Pass):
                     j += 1
                 if len(chain) > 1:
                     observer = _ChainCallbacks(ctx, chain, mod) if ctx.instruments else None
-                    mod = _run_chain(chain, mod, ctx, observer)
+                    top = at_top_level()
+                    if top:
+                        for q in chain:
+                            ctx.note_run(q.info)
+                    with inside_pass() if top else contextlib.nullcontext():
+                        mod = _run_chain(chain, mod, ctx, observer)
                     i = j
                     continue
             mod = _run_nested(p, mod, ctx, state) if isinstance(p, Sequential) else p._run(mod, ctx)
