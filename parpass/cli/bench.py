@@ -54,6 +54,7 @@ from parpass.instrument import PassInstrument, PassTiming, PassTimingInstrument
 from parpass.ir.module import IRModule
 from parpass.transform import FunctionLevelPass, Pass, Sequential, pipeline_spec
 from parpass.transform.passes import FUSE_PASSES
+from parpass.transform.statistics import PASS_STATISTICS
 
 _DESCRIPTION = """\
 Time a pass pipeline (the default pipeline unless --pipeline) on a random module of
@@ -77,6 +78,7 @@ PLOT_INSTALL_HINT = 'pip install matplotlib, or pip install ".[plot]" in a parpa
 _RESERVED = {
     "parpass.num_workers": "use --workers",
     FUSE_PASSES: "it runs the pipeline both pass by pass and fused",
+    PASS_STATISTICS: "it counts them in the pass-by-pass runs (see --json)",
 }
 
 #: The worker counts the Amdahl projection is printed for.
@@ -161,6 +163,8 @@ class Run:
     timed_wall: float = 0.0
     timed_waves: list[dict[str, Any]] = field(default_factory=list)
     timed_rows: dict[tuple[str, ...], tuple[float, float]] = field(default_factory=dict)
+    #: the pass statistics counted in the pass-by-pass run
+    statistics: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -248,6 +252,7 @@ class Bench:
         self.config = config
         self.seq_names = _sequence_names(pipeline)
         self.reference: bytes | None = None
+        self.reference_statistics: dict[str, dict[str, int]] | None = None
 
     def context(self, workers: int, instruments: Sequence[PassInstrument], **extra: Any) -> Any:
         config = dict(self.config)
@@ -265,15 +270,16 @@ class Bench:
             self.pipeline(mod)
 
     def _timed(
-        self, workers: int, instruments: list[PassInstrument], fuse: bool = True
-    ) -> tuple[float, list[dict[str, Any]], bool]:
-        """Wall time, executor waves, and whether the output is byte-identical to the first run's."""
+        self, workers: int, instruments: list[PassInstrument], fuse: bool = True, count: bool = False
+    ) -> tuple[float, list[dict[str, Any]], bool, dict[str, dict[str, int]]]:
+        """Wall time, executor waves, whether the output is byte-identical to the first run's (and, with
+        ``count``, the pass statistics equal to the first counted run's), and the statistics counted."""
         from parpass.ir.serialization import from_bytes, to_bytes
         from parpass.parallel import default_executor as executor
 
         mod = from_bytes(self.data)  # a fresh module holding its functions as bytes, as if read from a file
         assert isinstance(mod, IRModule)
-        ctx = self.context(workers, instruments, **{FUSE_PASSES: fuse})
+        ctx = self.context(workers, instruments, **{FUSE_PASSES: fuse, PASS_STATISTICS: count})
         marker = executor.history[-1] if executor.history else None
         start = time.perf_counter()
         with ctx:
@@ -283,14 +289,20 @@ class Bench:
         data = to_bytes(out)
         if self.reference is None:
             self.reference = data
-        return wall, waves, data == self.reference
+        same = data == self.reference
+        statistics = ctx.pass_statistics.as_dict()
+        if count:
+            if self.reference_statistics is None:
+                self.reference_statistics = statistics
+            same = same and statistics == self.reference_statistics
+        return wall, waves, same, statistics
 
     def run(self, workers: int, progress: PassInstrument | None, bar: ProgressBar | None = None) -> Run:
         """The pipeline pass by pass under a timing instrument (fusion off), fused under a timing instrument,
         then fused without instruments."""
         timing = PassTimingInstrument()
         instruments: list[PassInstrument] = [timing] if progress is None else [timing, progress]
-        wall, waves, same = self._timed(workers, instruments, fuse=False)
+        wall, waves, same, statistics = self._timed(workers, instruments, fuse=False, count=True)
         table = timing_rows(timing.timings, self.seq_names)
         rows = {key: seconds for key, _, seconds in table}
         depths = {key: depth for key, depth, _ in table}
@@ -298,14 +310,25 @@ class Bench:
         if bar is not None:
             bar.set_label(f"{where}: the pipeline fused, with the timing instrument")
         timed = PassTimingInstrument()
-        timed_wall, timed_waves, timed_same = self._timed(workers, [timed])
+        timed_wall, timed_waves, timed_same, _ = self._timed(workers, [timed])
         timed_rows = {key: (node.wall, node.cpu) for key, _, node in timing_nodes(timed.timings, self.seq_names)}
         if bar is not None:
             bar.set_label(f"{where}: the pipeline without instruments")
-        fused_wall, fused_waves, fused_same = self._timed(workers, [])
+        fused_wall, fused_waves, fused_same, _ = self._timed(workers, [])
         identical = same and timed_same and fused_same
         return Run(
-            workers, wall, rows, depths, waves, fused_wall, fused_waves, identical, timed_wall, timed_waves, timed_rows
+            workers,
+            wall,
+            rows,
+            depths,
+            waves,
+            fused_wall,
+            fused_waves,
+            identical,
+            timed_wall,
+            timed_waves,
+            timed_rows,
+            statistics,
         )
 
 
@@ -693,7 +716,7 @@ def run(args: argparse.Namespace) -> int:
     identical = all(r.identical for r in runs)
     mismatched = sorted({r.workers for r in runs if not r.identical})
     if identical:
-        out.write(f"outputs byte-identical to the in-process run: yes ({3 * len(runs)} runs)\n")
+        out.write(f"outputs byte-identical to the in-process run, pass statistics equal: yes ({3 * len(runs)} runs)\n")
     out.write(f"wall time of the benchmark: {time.perf_counter() - started:.1f}s\n")
     out.flush()
 
@@ -726,10 +749,12 @@ def run(args: argparse.Namespace) -> int:
                     "waves": r.waves,
                     "timed_waves": r.timed_waves,
                     "fused_waves": r.fused_waves,
+                    "statistics": r.statistics,
                 }
                 for r in runs
             ],
             "summary": summary,
+            "statistics": runs[0].statistics if runs else {},
         }
         with atomic_output(args.json, "w") as handle:
             json.dump(figures, handle, indent=2)
@@ -740,7 +765,7 @@ def run(args: argparse.Namespace) -> int:
     if not identical:
         print(
             f"parpass: error: the outputs with {', '.join(map(str, mismatched))} worker(s) differ from the "
-            "in-process output",
+            "in-process output (or their pass statistics differ)",
             file=sys.stderr,
         )
         return EXIT_FAILED

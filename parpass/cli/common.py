@@ -145,6 +145,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def bisect_limit(text: str) -> int:
+    """An opt-bisect limit: -1 (number nothing) or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer of at least -1, got {text!r}") from None
+    if value < -1:
+        raise argparse.ArgumentTypeError(f"expected an integer of at least -1, got {value}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     try:
         value = int(text)

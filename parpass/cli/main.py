@@ -1,4 +1,4 @@
-"""``parpass``: the command-line driver (``bench``, ``opt``, ``gen``, ``show``, ``reproduce``).
+"""``parpass``: the command-line driver (``bench``, ``opt``, ``bisect``, ``gen``, ``show``, ``passes``, ``reproduce``).
 
 ``main(argv)`` returns the exit status: 0 success, 1 a failed pass, 2 a usage
 error, 130 after Ctrl-C and 143 after SIGTERM (the workers killed and the
@@ -18,11 +18,11 @@ import traceback
 from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
-from parpass.cli import bench, gen, opt, passes, reproduce, show
+from parpass.cli import bench, bisect, gen, opt, passes, reproduce, show
 from parpass.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Parser, PassFailure, UsageError, error_line
 from parpass.errors import ParpassError
 
-_COMMANDS = (bench, opt, gen, show, passes, reproduce)
+_COMMANDS = (bench, opt, bisect, gen, show, passes, reproduce)
 
 _EPILOG = """\
 exit status: 0 success, 1 a pass failed, 2 a usage error.

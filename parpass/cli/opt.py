@@ -14,6 +14,7 @@ from parpass.cli.common import (
     UsageError,
     add_common_options,
     add_config_options,
+    bisect_limit,
     build_pipeline,
     check_output_path,
     check_pass_names,
@@ -37,6 +38,8 @@ from parpass.instrument import (
 )
 from parpass.ir.module import IRModule
 from parpass.transform import Pass, PassContext, PassInfo, Sequential
+from parpass.transform.bisect import BISECT_LIMIT
+from parpass.transform.statistics import PASS_STATISTICS
 
 _DESCRIPTION = """\
 Run a pass pipeline on a module file and write the result: in the format the output's
@@ -53,6 +56,8 @@ examples:
   parpass opt model.msgpack -p FoldConstant,DeadCodeElimination -o out.msgpack
   parpass opt model.msgpack --time-passes --workers 2 -o out.msgpack
   parpass opt model.msgpack -p MyPass --load mypasses.py --reproducer crash.repro
+  parpass opt model.msgpack --pass-statistics -o out.msgpack
+  parpass opt model.msgpack --opt-bisect-limit 120 -o out.msgpack
 """
 
 
@@ -64,37 +69,27 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("input", metavar="INPUT", help="module file (.msgpack, .json, or the text format)")
-    parser.add_argument(
-        "-p", "--passes", metavar="SPEC", help="pipeline spec (default: the default pipeline of --opt-level)"
-    )
     parser.add_argument("-o", "--output", metavar="OUTPUT", help="output file (default: text to stdout)")
-    parser.add_argument(
-        "-O",
-        "--opt-level",
-        type=opt_level,
-        default=2,
-        metavar="N",
-        help="PassContext opt_level, 0 to 3: a Sequential skips passes above it (default 2)",
-    )
-    parser.add_argument(
-        "--disabled-pass", action="append", default=[], metavar="NAMES", help="passes to skip (comma list)"
-    )
-    parser.add_argument(
-        "--required-pass",
-        action="append",
-        default=[],
-        metavar="NAMES",
-        help="passes to run whatever their opt_level (comma list)",
-    )
-    add_config_options(parser)
-    parser.add_argument(
-        "--workers", type=positive_int, metavar="N", help="worker processes (config parpass.num_workers); 1: in-process"
-    )
+    add_pipeline_options(parser)
     parser.add_argument(
         "--time-passes",
         action="store_true",
         help="print the wall and CPU time of every pass on stderr, as a tree (a function-level pass's "
         "summed over the worker processes that ran it); the pipeline still runs fused",
+    )
+    parser.add_argument(
+        "--pass-statistics",
+        action="store_true",
+        help="count the statistics passes declare (config parpass.pass_statistics) and print their totals per "
+        "pass on stderr at the end, as MLIR's --mlir-pass-statistics list view (the same at any worker count)",
+    )
+    parser.add_argument(
+        "--opt-bisect-limit",
+        type=bisect_limit,
+        metavar="N",
+        help="number every pass application (a module pass once, a function-level pass once per function, in "
+        "module order), skip those numbered above N, and print each decision on stderr as LLVM does "
+        "(config parpass.bisect_limit; -1 numbers nothing)",
     )
     parser.add_argument(
         "--print-ir-before", action="append", default=[], metavar="NAMES", help="print the IR before these passes"
@@ -118,6 +113,46 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
+    """The options that say which pipeline runs and under what context (``opt`` and ``bisect`` take them)."""
+    parser.add_argument(
+        "-p", "--passes", metavar="SPEC", help="pipeline spec (default: the default pipeline of --opt-level)"
+    )
+    parser.add_argument(
+        "-O",
+        "--opt-level",
+        type=opt_level,
+        default=2,
+        metavar="N",
+        help="PassContext opt_level, 0 to 3: a Sequential skips passes above it (default 2)",
+    )
+    parser.add_argument(
+        "--disabled-pass", action="append", default=[], metavar="NAMES", help="passes to skip (comma list)"
+    )
+    parser.add_argument(
+        "--required-pass",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="passes to run whatever their opt_level (comma list)",
+    )
+    add_config_options(parser)
+    parser.add_argument(
+        "--workers", type=positive_int, metavar="N", help="worker processes (config parpass.num_workers); 1: in-process"
+    )
+
+
+def pipeline_settings(args: argparse.Namespace) -> tuple[Pass, list[str], list[str], dict[str, Any]]:
+    """The pipeline, the required and disabled pass names, and the config the pipeline options ask for."""
+    pipeline = requested_pipeline(args)
+    config = parse_config(args.config)
+    if args.workers is not None:
+        config["parpass.num_workers"] = args.workers
+    disabled = check_pass_names(split_names(args.disabled_pass), "--disabled-pass", pipeline)
+    required = check_pass_names(split_names(args.required_pass), "--required-pass", pipeline)
+    return pipeline, required, disabled, config
+
+
 class FailureRecorder(PassInstrument):
     """Remembers the innermost pass that raised and the module it was given (for an in-process reproducer)."""
 
@@ -132,7 +167,8 @@ class FailureRecorder(PassInstrument):
             self.failed = (mod.copy(), info, error)
 
 
-def _build_pipeline(args: argparse.Namespace) -> Pass:
+def requested_pipeline(args: argparse.Namespace) -> Pass:
+    """The pipeline of ``-p``, else the default pipeline of ``--opt-level``."""
     if args.passes is not None:
         return build_pipeline(args.passes, "-p")
     try:
@@ -198,16 +234,15 @@ def write_inprocess_reproducer(
 
 
 def run(args: argparse.Namespace) -> int:
-    pipeline = _build_pipeline(args)
-    config = parse_config(args.config)
-    if args.workers is not None:
-        config["parpass.num_workers"] = args.workers
+    pipeline, required, disabled, config = pipeline_settings(args)
+    if args.pass_statistics:
+        config[PASS_STATISTICS] = True
+    if args.opt_bisect_limit is not None:
+        config[BISECT_LIMIT] = args.opt_bisect_limit
     if args.reproducer:
         config["parpass.reproducer"] = os.path.abspath(args.reproducer)
         # A pass that kills its process (a segfault, os._exit) can only be reported from outside it.
         config.setdefault("parpass.parallel", "always")
-    disabled = check_pass_names(split_names(args.disabled_pass), "--disabled-pass", pipeline)
-    required = check_pass_names(split_names(args.required_pass), "--required-pass", pipeline)
     before = check_pass_names(split_names(args.print_ir_before), "--print-ir-before", pipeline)
     after = check_pass_names(split_names(args.print_ir_after), "--print-ir-after", pipeline)
     check_output_path(args.output)
@@ -259,6 +294,8 @@ def run(args: argparse.Namespace) -> int:
         if timing is not None:
             # Wall and CPU of every pass (a function-level pass's summed over the workers that ran it).
             sys.stderr.write(timing.render_report(total_wall=time.perf_counter() - start))
+        if args.pass_statistics:
+            sys.stderr.write(ctx.pass_statistics.render())
     write_module(out, args.output)
     return EXIT_OK
 

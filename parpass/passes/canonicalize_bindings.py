@@ -23,17 +23,26 @@ from typing import Any
 from parpass.ir import Binding, Call, Constant, Function, IRModule, Tuple, TupleGetItem, Var
 from parpass.ir.expr_functor import ExprMutator
 from parpass.ir.relax import Expr
-from parpass.transform import Pass, PassContext, function_pass, register_pass
+from parpass.transform import Pass, PassContext, Statistic, function_pass, register_pass
 
 __all__ = ["CanonicalizeBindings"]
 
+COPIES = Statistic("CanonicalizeBindings", "copies", "copy bindings removed")
+PROJECTIONS = Statistic("CanonicalizeBindings", "projections", "tuple projections replaced by the field's variable")
+
 
 class _Canonicalizer(ExprMutator):
-    """Rewrites one function; ``tuples`` maps a variable id to the tuple expression bound to it."""
+    """Rewrites one function; ``tuples`` maps a variable id to the tuple expression bound to it.
+
+    ``copies`` counts the bindings dropped because their value is (or projects to) a variable;
+    ``projections`` the ``t[i]`` replaced by the variable in field ``i``, in a binding or nested.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.tuples: dict[int, Tuple] = {}
+        self.copies = 0
+        self.projections = 0
 
     def visit_binding(self, binding: Binding) -> Binding | None:
         value: Any = binding.value
@@ -56,6 +65,7 @@ class _Canonicalizer(ExprMutator):
             new = self.project(new)
         if type(new) is Var:
             remap[binding.var.vid] = new  # a copy: later uses read the original
+            self.copies += 1
             return None
         if type(new) is Tuple:
             self.tuples[binding.var.vid] = new
@@ -75,6 +85,7 @@ class _Canonicalizer(ExprMutator):
         if type(tup) is Tuple and 0 <= item.index < len(tup.fields):
             field = tup.fields[item.index]
             if type(field) is Var:
+                self.projections += 1
                 return field
         return item
 
@@ -93,7 +104,13 @@ class _Canonicalizer(ExprMutator):
 
 
 def _canonicalize_bindings(func: Function, mod: IRModule, ctx: PassContext) -> Function:
-    return _Canonicalizer().visit_function(func)
+    canonicalizer = _Canonicalizer()
+    out = canonicalizer.visit_function(func)
+    if canonicalizer.copies:
+        COPIES.add(canonicalizer.copies)
+    if canonicalizer.projections:
+        PROJECTIONS.add(canonicalizer.projections)
+    return out
 
 
 @register_pass("CanonicalizeBindings")

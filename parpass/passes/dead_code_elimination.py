@@ -25,9 +25,11 @@ from typing import Any
 from parpass.ir import Binding, Call, Constant, Function, GlobalVar, If, IRModule, Op, PrimFunc, SeqExpr, Var, get_op
 from parpass.ir.expr_functor import ExprMutator
 from parpass.ir.relax import Expr
-from parpass.transform import Pass, PassContext, function_pass, register_pass
+from parpass.transform import Pass, PassContext, Statistic, function_pass, register_pass
 
 __all__ = ["DeadCodeElimination"]
+
+REMOVED = Statistic("DeadCodeElimination", "removed", "bindings removed")
 
 
 class _FunctionPurity:
@@ -104,12 +106,16 @@ class _FunctionPurity:
 
 
 class _DeadCodeRemover(ExprMutator):
-    """Cleans one function. ``visit_var_`` sees every use of a kept value and records it in ``live``."""
+    """Cleans one function. ``visit_var_`` sees every use of a kept value and records it in ``live``.
+
+    ``removed`` counts the bindings dropped (a dropped ``If`` binding counts once, whatever its blocks hold).
+    """
 
     def __init__(self, purity: _FunctionPurity) -> None:
         super().__init__()
         self.purity = purity
         self.live: set[int] = set()
+        self.removed = 0
 
     def visit_var_(self, op: Var) -> Expr:
         self.live.add(op.vid)
@@ -124,6 +130,7 @@ class _DeadCodeRemover(ExprMutator):
             value: Any = binding.value
             if binding.var.vid not in live and self.is_pure(value):
                 changed = True
+                self.removed += 1
                 continue
             kind = type(value)
             if kind is Call and all(type(a) is Var or type(a) is Constant for a in value.args):
@@ -188,7 +195,11 @@ class _DeadCodeEliminationPass:
         if purity is None or purity.mod is not mod:
             purity = _FunctionPurity(mod)
             self._purity = purity if mod.is_read_only else None
-        return _DeadCodeRemover(purity).visit_function(func)
+        remover = _DeadCodeRemover(purity)
+        out = remover.visit_function(func)
+        if remover.removed:
+            REMOVED.add(remover.removed)
+        return out
 
     def __getstate__(self) -> dict[str, Any]:
         return {"_purity": None}  # the memo belongs to this process's module; workers build their own

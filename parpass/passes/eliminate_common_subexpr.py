@@ -28,21 +28,27 @@ import msgspec
 from parpass.ir import Binding, Call, Constant, Function, IRModule, Op, SeqExpr, Var, get_op
 from parpass.ir.expr_functor import ExprMutator
 from parpass.ir.relax import Expr, If
-from parpass.transform import Pass, PassContext, function_pass, register_pass
+from parpass.transform import Pass, PassContext, Statistic, function_pass, register_pass
 
 __all__ = ["EliminateCommonSubexpr"]
+
+ELIMINATED = Statistic("EliminateCommonSubexpr", "eliminated", "bindings removed as repeats of an earlier call")
 
 # Attribute dicts enter keys as msgpack bytes with sorted keys, so that {"a": 1, "b": 2} == {"b": 2, "a": 1}.
 _ENCODER = msgspec.msgpack.Encoder(order="sorted")
 
 
 class _CommonSubexprEliminator(ExprMutator):
-    """Rewrites one function; ``available`` maps a call key to the variable holding its value."""
+    """Rewrites one function; ``available`` maps a call key to the variable holding its value.
+
+    ``eliminated`` counts the bindings dropped because an earlier binding computes the same call.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.available: dict[Hashable, Var] = {}
         self.added: list[Hashable] = []  # keys in the order they became available, to close scopes
+        self.eliminated = 0
 
     def visit_seq_expr(self, seq: SeqExpr) -> SeqExpr:
         # A block is a scope: what it makes available is forgotten when it ends.
@@ -66,6 +72,7 @@ class _CommonSubexprEliminator(ExprMutator):
                 first = self.available.get(key)
                 if first is not None:
                     self.var_remap[binding.var.vid] = first
+                    self.eliminated += 1
                     return None
                 self.available[key] = binding.var
                 self.added.append(key)
@@ -123,7 +130,11 @@ def _is_pure(expr: Expr) -> bool:
 
 
 def _eliminate_common_subexpr(func: Function, mod: IRModule, ctx: PassContext) -> Function:
-    return _CommonSubexprEliminator().visit_function(func)
+    eliminator = _CommonSubexprEliminator()
+    out = eliminator.visit_function(func)
+    if eliminator.eliminated:
+        ELIMINATED.add(eliminator.eliminated)
+    return out
 
 
 @register_pass("EliminateCommonSubexpr")

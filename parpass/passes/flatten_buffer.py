@@ -48,9 +48,11 @@ from parpass.ir.tir import (
     Sub,
     expr_dtype,
 )
-from parpass.transform import Pass, PassContext, prim_func_pass, register_pass
+from parpass.transform import Pass, PassContext, Statistic, prim_func_pass, register_pass
 
 __all__ = ["FlattenBuffer", "flatten_prim_func", "flattened_layout"]
+
+FLATTENED = Statistic("FlattenBuffer", "flattened", "buffers flattened to one dimension")
 
 _INT_LIMITS = {
     f"{s}int{b}": (0 if s else -(1 << (b - 1)), (1 << b) - 1 if s else (1 << (b - 1)) - 1)
@@ -176,18 +178,25 @@ def _flat_index(indices: tuple[PrimExpr, ...], strides: tuple[PrimExpr, ...]) ->
 
 
 class _Flattener(StmtExprMutator):
-    """Replaces every multi-dimensional buffer by its flat version, and its accesses by flat accesses."""
+    """Replaces every multi-dimensional buffer by its flat version, and its accesses by flat accesses.
+
+    ``flattened`` holds the ids (``vid``) of the buffers flattened: a buffer counts once, however many
+    objects stand for it.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self._layouts: dict[int, tuple[Buffer, tuple[PrimExpr, ...]] | None] = {}
         self._held: list[Buffer] = []  # keeps ids in _layouts unique
+        self.flattened: set[int] = set()
 
     def layout(self, buf: Buffer) -> tuple[Buffer, tuple[PrimExpr, ...]] | None:
         key = id(buf)
         if key not in self._layouts:
-            self._layouts[key] = flattened_layout(buf)
+            layout = self._layouts[key] = flattened_layout(buf)
             self._held.append(buf)
+            if layout is not None:
+                self.flattened.add(buf.vid)
         return self._layouts[key]
 
     def visit_buffer(self, buf: Buffer) -> Buffer:
@@ -211,7 +220,11 @@ class _Flattener(StmtExprMutator):
 
 def flatten_prim_func(func: PrimFunc) -> PrimFunc:
     """``func`` with every buffer flattened to one dimension; the same object if all already are."""
-    return _Flattener().visit_prim_func(func)
+    flattener = _Flattener()
+    out = flattener.visit_prim_func(func)
+    if flattener.flattened:
+        FLATTENED.add(len(flattener.flattened))
+    return out
 
 
 def _flatten_buffer(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:

@@ -29,9 +29,12 @@ from parpass.ir import Binding, Call, Constant, Function, IRModule, Op, Tuple, T
 from parpass.ir.dtype import dtype_name
 from parpass.ir.expr_functor import ExprMutator
 from parpass.ir.relax import Expr
-from parpass.transform import Pass, PassContext, function_pass, register_pass
+from parpass.transform import Pass, PassContext, Statistic, function_pass, register_pass
 
 __all__ = ["FoldConstant"]
+
+FOLDED = Statistic("FoldConstant", "folded", "calls folded into constants")
+PROJECTIONS = Statistic("FoldConstant", "projections", "tuple projections folded into constants")
 
 _NATIVE_LITTLE_ENDIAN = sys.byteorder == "little"
 
@@ -40,11 +43,16 @@ Known = Union[Constant, Tuple]
 
 
 class _ConstantFolder(ExprMutator):
-    """Folds one function; ``known`` maps a variable id to the constant or tuple it is bound to."""
+    """Folds one function; ``known`` maps a variable id to the constant or tuple it is bound to.
+
+    ``folded`` and ``projections`` count the calls and ``t[i]`` projections replaced by constants.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.known: dict[int, Known] = {}
+        self.folded = 0
+        self.projections = 0
 
     # ------------------------------------------------------------ bindings
 
@@ -103,6 +111,7 @@ class _ConstantFolder(ExprMutator):
             result = info.evaluate(args, call.attrs)
         except (TypeError, ValueError):
             return call  # ill-typed: InferType reports it; folding must not fail on code that may never run
+        self.folded += 1
         return _from_numpy(result)
 
     def fold_getitem(self, item: TupleGetItem) -> Expr:
@@ -113,7 +122,10 @@ class _ConstantFolder(ExprMutator):
         if type(tup) is not Tuple or not 0 <= item.index < len(tup.fields):
             return item
         const = self.constant_of(tup.fields[item.index])
-        return item if const is None else const
+        if const is None:
+            return item
+        self.projections += 1
+        return const
 
     def constant_of(self, expr: Expr) -> Constant | Tuple | None:
         """``expr`` as a constant expression (a Constant, or a Tuple whose leaves are all Constants), or None."""
@@ -176,7 +188,13 @@ def _from_numpy(value: Any) -> Constant | Tuple:
 
 
 def _fold_constant(func: Function, mod: IRModule, ctx: PassContext) -> Function:
-    return _ConstantFolder().visit_function(func)
+    folder = _ConstantFolder()
+    out = folder.visit_function(func)
+    if folder.folded:
+        FOLDED.add(folder.folded)
+    if folder.projections:
+        PROJECTIONS.add(folder.projections)
+    return out
 
 
 @register_pass("FoldConstant")

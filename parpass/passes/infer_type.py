@@ -54,9 +54,12 @@ from parpass.ir import (
 from parpass.ir.builtin_ops import format_type
 from parpass.ir.expr_functor import ExprMutator, post_order
 from parpass.ir.relax import Expr
-from parpass.transform import Pass, PassContext, function_pass, register_pass
+from parpass.transform import Pass, PassContext, Statistic, function_pass, register_pass
 
 __all__ = ["InferType", "TypeInferenceError"]
+
+ANNOTATED = Statistic("InferType", "annotated", "bindings whose type was filled in")
+RET_TYPES = Statistic("InferType", "ret_types", "function return types filled in")
 
 
 class TypeInferenceError(ParpassError, TypeError):
@@ -176,7 +179,11 @@ class _Signatures:
 
 
 class _TypeInferrer(ExprMutator):
-    """Infers the types of one function. ``types`` maps a variable id to its type (None: unknown)."""
+    """Infers the types of one function. ``types`` maps a variable id to its type (None: unknown).
+
+    ``annotated`` counts the bindings without a type that got one (read by the pass only for the
+    function it transforms: the inferrers that type callees for their return types count nothing).
+    """
 
     def __init__(self, name: str | None, signatures: _Signatures) -> None:
         super().__init__()
@@ -187,6 +194,7 @@ class _TypeInferrer(ExprMutator):
         self.if_types: dict[int, Type | None] = {}  # id of an If (as rewritten) -> its type
         self.keep: list[If] = []  # keeps those Ifs alive, so their ids stay theirs
         self.binding: Binding | None = None  # the binding being typed, for error messages
+        self.annotated = 0
 
     def infer(self, func: Function) -> Function:
         self.func = func
@@ -231,6 +239,8 @@ class _TypeInferrer(ExprMutator):
         ty = binding.ty
         if ty is None:
             ty = inferred
+            if ty is not None:
+                self.annotated += 1
         elif inferred is not None and inferred != ty:
             raise self.error(
                 f"the binding is annotated {format_type(ty)} but its value has type {format_type(inferred)}"
@@ -431,7 +441,13 @@ class _InferTypePass:
         if signatures is None or signatures.mod is not mod:
             signatures = _Signatures(mod)
             self._signatures = signatures if mod.is_read_only else None
-        return _TypeInferrer(None, signatures).infer(func)
+        inferrer = _TypeInferrer(None, signatures)
+        out = inferrer.infer(func)
+        if inferrer.annotated:
+            ANNOTATED.add(inferrer.annotated)
+        if func.ret_type is None and out.ret_type is not None:
+            RET_TYPES.add(1)
+        return out
 
     def __getstate__(self) -> dict[str, Any]:
         return {"_signatures": None}  # the memo belongs to this process's module; workers build their own

@@ -48,9 +48,11 @@ from parpass.ir.tir import (
     Stmt,
 )
 from parpass.ir.well_formed import INTRINSICS
-from parpass.transform import Pass, PassContext, prim_func_pass, register_pass
+from parpass.transform import Pass, PassContext, Statistic, prim_func_pass, register_pass
 
 __all__ = ["RemoveNoOp", "is_no_op", "remove_no_op_prim_func"]
+
+REMOVED = Statistic("RemoveNoOp", "removed", "statements without effect removed")
 
 
 def _no_op() -> Stmt:
@@ -101,12 +103,25 @@ def _seq(op: SeqStmt, seq: list[Stmt]) -> Stmt:
 
 
 class _NoOpRemover(StmtExprMutator):
-    """Replaces every statement without effect by ``Evaluate(0)``, then drops those from sequences."""
+    """Replaces every statement without effect by ``Evaluate(0)``, then drops those from sequences.
+
+    ``removed`` counts the statements found to have no effect (a loop whose body has none counts
+    with the statements of its body), and the constant ``Evaluate``s of the input dropped from a
+    sequence or from an ``if`` that stays.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.removed = 0
+
+    def _removed(self) -> Stmt:
+        self.removed += 1
+        return _no_op()
 
     def visit_evaluate_(self, op: Evaluate) -> Stmt:
         if is_no_op(op) or not _pure(op.value):
             return op
-        return _no_op()
+        return self._removed()
 
     def visit_buffer_store_(self, op: BufferStore) -> Stmt:
         value = op.value
@@ -118,17 +133,18 @@ class _NoOpRemover(StmtExprMutator):
             and all(a is b or structural_equal(a, b) for a, b in zip(value.indices, op.indices, strict=True))
             and _pure(*op.indices)
         ):
-            return _no_op()  # buf[i] = buf[i]
+            return self._removed()  # buf[i] = buf[i]
         return super().visit_buffer_store_(op)  # type: ignore[no-any-return]
 
     def visit_seq_stmt_(self, op: SeqStmt) -> Stmt:
+        self.removed += sum(1 for s in op.seq if is_no_op(s))  # the input's own no-ops: _seq drops them
         return _seq(op, [self.visit_stmt(s) for s in op.seq])
 
     @post_order
     def visit_for_(self, op: For) -> Stmt:
         empty = type(op.extent) is IntImm and op.extent.value <= 0
         if (empty or is_no_op(self.visit_stmt(op.body))) and _pure(op.min, op.extent):
-            return _no_op()
+            return self._removed()
         return super().visit_for_(op)  # type: ignore[no-any-return]
 
     @post_order
@@ -136,13 +152,17 @@ class _NoOpRemover(StmtExprMutator):
         then_case = self.visit_stmt(op.then_case)
         else_case = None if op.else_case is None else self.visit_stmt(op.else_case)
         if else_case is not None and is_no_op(else_case):
+            if else_case is op.else_case:  # the input's own no-op (a replaced one counted already)
+                self.removed += 1
             else_case = None
         if is_no_op(then_case):
             if else_case is None:
                 if _pure(op.condition):
-                    return _no_op()
+                    return self._removed()
                 return op if then_case is op.then_case and op.else_case is None else IfThenElse(op.condition, then_case)
             cond = op.condition.a if type(op.condition) is Not else Not(op.condition)
+            if then_case is op.then_case:  # the input's own no-op
+                self.removed += 1
             return IfThenElse(cond, else_case)
         if then_case is op.then_case and else_case is op.else_case:
             return op
@@ -151,13 +171,13 @@ class _NoOpRemover(StmtExprMutator):
     @post_order
     def visit_let_stmt_(self, op: LetStmt) -> Stmt:
         if is_no_op(self.visit_stmt(op.body)) and _pure(op.value):
-            return _no_op()
+            return self._removed()
         return super().visit_let_stmt_(op)  # type: ignore[no-any-return]
 
     @post_order
     def visit_allocate_(self, op: Allocate) -> Stmt:
         if is_no_op(self.visit_stmt(op.body)):
-            return _no_op()
+            return self._removed()
         return super().visit_allocate_(op)  # type: ignore[no-any-return]
 
 
@@ -172,11 +192,15 @@ class _CountUses(StmtExprVisitor):
 
 
 class _UnusedLetRemover(StmtExprMutator):
-    """Removes lets whose variable is unused and whose value is pure (inner lets first)."""
+    """Removes lets whose variable is unused and whose value is pure (inner lets first).
+
+    ``removed`` counts them.
+    """
 
     def __init__(self, uses: dict[int, int]) -> None:
         super().__init__()
         self.uses = uses
+        self.removed = 0
 
     @post_order
     def visit_let_stmt_(self, op: LetStmt) -> Stmt:
@@ -185,6 +209,7 @@ class _UnusedLetRemover(StmtExprMutator):
             counter.visit_expr(op.value)
             for vid, n in counter.uses.items():  # the value's uses go away with it
                 self.uses[vid] -= n
+            self.removed += 1
             return self.visit_stmt(op.body)
         return super().visit_let_stmt_(op)  # type: ignore[no-any-return]
 
@@ -212,11 +237,17 @@ def _has_let(body: Stmt) -> bool:
 
 def remove_no_op_prim_func(func: PrimFunc) -> PrimFunc:
     """``func`` without its no-op statements; the same object if it has none."""
-    body = _NoOpRemover().visit_stmt(func.body)
+    remover = _NoOpRemover()
+    body = remover.visit_stmt(func.body)
+    removed = remover.removed
     if _has_let(body):
         counter = _CountUses()
         counter.visit_stmt(body)
-        body = _UnusedLetRemover(counter.uses).visit_stmt(body)
+        let_remover = _UnusedLetRemover(counter.uses)
+        body = let_remover.visit_stmt(body)
+        removed += let_remover.removed
+    if removed:
+        REMOVED.add(removed)
     return func.with_body(body)
 
 

@@ -16,28 +16,13 @@ kept; when nothing is removed the module comes back unchanged.
 
 from __future__ import annotations
 
-from typing import Any
-
-from parpass.ir import Binding, Constant, Function, GlobalVar, IRModule, Var
-from parpass.transform import Pass, PassContext, module_pass, register_pass
+from parpass.ir import Function, IRModule
+from parpass.ir.calls import called_names
+from parpass.transform import Pass, PassContext, Statistic, module_pass, register_pass
 
 __all__ = ["RemoveUnusedFunctions"]
 
-
-def _called_names(func: Function) -> list[str]:
-    """The module functions ``func`` refers to, in first-reference order."""
-    found: dict[str, None] = {}
-    stack: list[Any] = [func.body]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is GlobalVar:
-            found[node.name_hint] = None
-        elif kind is Binding:
-            stack.append(node.value)  # not the binding's variable or type
-        elif kind is not Var and kind is not Constant:
-            stack.extend(node.children())
-    return list(found)
+REMOVED = Statistic("RemoveUnusedFunctions", "removed", "functions removed")
 
 
 def _remove_unused_functions(mod: IRModule, ctx: PassContext) -> IRModule:
@@ -54,13 +39,17 @@ def _remove_unused_functions(mod: IRModule, ctx: PassContext) -> IRModule:
         kind, _ = mod.kind_and_attrs(name)
         if not issubclass(kind, Function):
             continue
-        for callee in _called_names(mod[name]):  # type: ignore[arg-type]
+        for callee in called_names(mod[name]):  # type: ignore[arg-type]
             if callee not in reachable and callee in mod:
                 reachable.add(callee)
                 stack.append(callee)
+    removed = 0
     for name in names:  # module order; the pass got its own copy of the module to change
         if name not in reachable:
             del mod[name]
+            removed += 1
+    if removed:
+        REMOVED.add(removed)
     return mod
 
 

@@ -96,9 +96,13 @@ from parpass.ir.tir import (
     Sub,
     Var,
 )
-from parpass.transform import Pass, PassContext, prim_func_pass, register_pass
+from parpass.transform import Pass, PassContext, Statistic, prim_func_pass, register_pass
 
 __all__ = ["Arith", "Simplify", "simplify_expr", "simplify_prim_func"]
+
+SIMPLIFIED = Statistic("Simplify", "simplified", "statement expressions rewritten")
+REMOVED = Statistic("Simplify", "removed", "statements removed or replaced by their body")
+DECIDED = Statistic("Simplify", "decided", "if conditions decided at compile time")
 
 #: A polynomial: monomial (sorted tuple of atom sids, ``()`` for the constant) -> coefficient.
 Poly = dict[tuple[int, ...], int]
@@ -1008,6 +1012,11 @@ class _StmtSimplifier:
     A top-down visit of each statement records the facts its definitions give
     (loop ranges, let values) before anything below it is simplified; a bottom-up
     visit then rebuilds it from its rewritten children.
+
+    Counts: ``simplified``, the expressions of the statements kept (a store's value and each index, an
+    evaluated value, loop bounds, an ``if`` condition, a let value) that were rewritten; ``removed``,
+    the loops, lets, ``if``s and allocations removed or replaced by their body (or taken branch);
+    ``decided``, the ``if``s whose condition became a constant (each is also in ``removed``).
     """
 
     def __init__(self, func: PrimFunc) -> None:
@@ -1015,6 +1024,9 @@ class _StmtSimplifier:
         self.defined_once, self.in_shapes = self._definitions(func)
         self.memo: dict[int, Any] = {}  # statement id -> rewritten statement, or _REMOVED
         self.keep: list[Any] = []
+        self.simplified = 0
+        self.removed = 0
+        self.decided = 0
 
     @staticmethod
     def _definitions(func: PrimFunc) -> tuple[set[int], set[int]]:
@@ -1082,6 +1094,7 @@ class _StmtSimplifier:
             n = extent.value if type(extent) is IntImm else None
             if n is not None and n <= 0:
                 self.memo[id(s)] = _REMOVED
+                self.removed += 1
                 return None
             var = s.loop_var
             if var.vid in self.defined_once:
@@ -1119,12 +1132,17 @@ class _StmtSimplifier:
         if kind is BufferStore:
             value = simplify(s.value)
             indices = tuple(simplify(i) for i in s.indices)
-            if value is s.value and all(x is y for x, y in zip(indices, s.indices, strict=True)):
+            rewritten = (value is not s.value) + sum(x is not y for x, y in zip(indices, s.indices, strict=True))
+            if not rewritten:
                 return s  # type: ignore[no-any-return]
+            self.simplified += rewritten
             return BufferStore(s.buffer, value, indices)
         if kind is Evaluate:
             value = simplify(s.value)
-            return s if value is s.value else Evaluate(value)  # type: ignore[no-any-return]
+            if value is s.value:
+                return s  # type: ignore[no-any-return]
+            self.simplified += 1
+            return Evaluate(value)
         if kind is SeqStmt:
             out: list[Stmt] = []
             changed = False
@@ -1145,16 +1163,22 @@ class _StmtSimplifier:
         if kind is For:
             body = memo[id(s.body)]
             if body is _REMOVED:
+                self.removed += 1
                 return _REMOVED
             lo, extent = simplify(s.min), simplify(s.extent)
             if s.loop_var.vid in self.arith.values:
+                self.removed += 1
                 return body  # extent 1: the loop variable was substituted by ``min``
-            if lo is s.min and extent is s.extent and body is s.body:
+            rewritten = (lo is not s.min) + (extent is not s.extent)
+            if not rewritten and body is s.body:
                 return s  # type: ignore[no-any-return]
+            self.simplified += rewritten
             return For(s.loop_var, lo, extent, s.kind, body, s.annotations)
         if kind is IfThenElse:
             cond = simplify(s.condition)
             if type(cond) is IntImm:
+                self.decided += 1
+                self.removed += 1
                 taken = s.then_case if cond.value else s.else_case
                 return _REMOVED if taken is None else memo[id(taken)]
             then_case = memo[id(s.then_case)]
@@ -1163,24 +1187,28 @@ class _StmtSimplifier:
                 else_case = None
             if then_case is _REMOVED:
                 if else_case is None:
+                    self.removed += 1
                     return _REMOVED
+                self.simplified += 1  # the condition, negated
                 return IfThenElse(simplify(Not(cond)), else_case)
             if cond is s.condition and then_case is s.then_case and else_case is s.else_case:
                 return s  # type: ignore[no-any-return]
+            self.simplified += cond is not s.condition
             return IfThenElse(cond, then_case, else_case)
         if kind is LetStmt:
             body = memo[id(s.body)]
-            if body is _REMOVED:
-                return _REMOVED
-            if s.var.vid in self.arith.values:
-                return body  # every use was replaced by the value
+            if body is _REMOVED or s.var.vid in self.arith.values:
+                self.removed += 1  # removed, or every use was replaced by the value
+                return body
             value = simplify(s.value)
             if value is s.value and body is s.body:
                 return s  # type: ignore[no-any-return]
+            self.simplified += value is not s.value
             return LetStmt(s.var, value, body)
         if kind is Allocate:
             body = memo[id(s.body)]
             if body is _REMOVED:
+                self.removed += 1
                 return _REMOVED
             return s if body is s.body else Allocate(s.buffer, body)  # type: ignore[no-any-return]
         raise TypeError(f"Simplify: {kind.__name__} is not a loop-level statement")
@@ -1193,7 +1221,15 @@ def simplify_expr(expr: PrimExpr) -> PrimExpr:
 
 def simplify_prim_func(func: PrimFunc) -> PrimFunc:
     """``func`` with its statements and expressions simplified; the same object if nothing changes."""
-    return func.with_body(_StmtSimplifier(func).run(func.body))
+    simplifier = _StmtSimplifier(func)
+    out = func.with_body(simplifier.run(func.body))
+    if simplifier.simplified:
+        SIMPLIFIED.add(simplifier.simplified)
+    if simplifier.removed:
+        REMOVED.add(simplifier.removed)
+    if simplifier.decided:
+        DECIDED.add(simplifier.decided)
+    return out
 
 
 def _simplify(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:

@@ -78,6 +78,7 @@ from parpass.transform import (
     Pass,
     PassConfigError,
     PassContext,
+    Statistic,
     get_config_option,
     prim_func_pass,
     register_config_option,
@@ -85,6 +86,9 @@ from parpass.transform import (
 )
 
 __all__ = ["UnrollLoop", "UnrollLoopConfig", "unroll_prim_func"]
+
+UNROLLED = Statistic("UnrollLoop", "unrolled", "loops replaced by copies of their body")
+MARKED = Statistic("UnrollLoop", "marked", "loops marked unrolled (explicit_unroll=False)")
 
 
 #: A threshold: a count, never negative (a negative one would only ever mean "never", silently).
@@ -279,13 +283,15 @@ class _Renamer(StmtExprMutator):
 
 
 class _Unroller(StmtExprMutator):
-    """Applies the decisions of :func:`_decide`, innermost loops first."""
+    """Applies the decisions of :func:`_decide`, innermost loops first; counts the loops it unrolls and marks."""
 
     def __init__(self, func: PrimFunc, decisions: dict[int, str]) -> None:
         super().__init__()
         self.func = func
         self.decisions = decisions
         self._ids: IdSupply | None = None
+        self.unrolled = 0
+        self.marked = 0
 
     @property
     def ids(self) -> IdSupply:
@@ -298,9 +304,11 @@ class _Unroller(StmtExprMutator):
     def visit_for_(self, op: For) -> Stmt:
         decision = self.decisions.get(id(op))
         if decision == _UNROLL:
+            self.unrolled += 1
             return self.unroll(op, self.visit_stmt(op.body))
         new = super().visit_for_(op)
         if decision == _MARK and type(new) is For:
+            self.marked += 1
             return For(new.loop_var, new.min, new.extent, ForKind.UNROLLED, new.body, new.annotations)
         return new  # type: ignore[no-any-return]
 
@@ -346,7 +354,13 @@ def unroll_prim_func(func: PrimFunc, config: UnrollLoopConfig | None = None) -> 
     decisions = _decide(func.body, cfg)
     if not decisions:
         return func
-    return func.with_body(_Unroller(func, decisions).visit_stmt(func.body))
+    unroller = _Unroller(func, decisions)
+    out = func.with_body(unroller.visit_stmt(func.body))
+    if unroller.unrolled:
+        UNROLLED.add(unroller.unrolled)
+    if unroller.marked:
+        MARKED.add(unroller.marked)
+    return out
 
 
 def _unroll_loop(func: PrimFunc, mod: Any, ctx: PassContext, overrides: dict[str, Any]) -> PrimFunc:

@@ -79,9 +79,12 @@ from parpass.ir.tir import (
     Sub,
     Var,
 )
-from parpass.transform import Pass, PassContext, prim_func_pass, register_pass
+from parpass.transform import Pass, PassContext, Statistic, prim_func_pass, register_pass
 
 __all__ = ["VectorizeLoop", "vectorize_prim_func"]
+
+VECTORIZED = Statistic("VectorizeLoop", "vectorized", "vectorized loops replaced by vector code")
+SERIALIZED = Statistic("VectorizeLoop", "serialized", "vectorized loops made serial (cannot be vectorized safely)")
 
 _BINARY = (Add, Sub, Mul, FloorDiv, FloorMod, Min, Max, EQ, NE, LT, LE, GT, GE, And, Or)
 _INT_LIMITS = {
@@ -394,12 +397,18 @@ def _has_load(expr: PrimExpr) -> bool:
 
 
 class _Vectorizer(StmtExprMutator):
-    """Vectorizes every ``vectorized`` loop of a function, innermost first."""
+    """Vectorizes every ``vectorized`` loop of a function, innermost first.
+
+    ``vectorized`` counts the loops replaced by their body on all lanes (an extent of 1 included:
+    one lane), ``serialized`` those that fell back to a ``serial`` loop.
+    """
 
     def __init__(self, func: PrimFunc) -> None:
         super().__init__()
         self.func = func
         self._ids: IdSupply | None = None
+        self.vectorized = 0
+        self.serialized = 0
 
     def ids(self) -> IdSupply:
         if self._ids is None:
@@ -414,21 +423,30 @@ class _Vectorizer(StmtExprMutator):
         extent = new.extent
         n = int(extent.value) if type(extent) is IntImm and extent.dtype != "bool" else 0
         if n == 1:
+            self.vectorized += 1
             return substitute(new.body, {new.loop_var.vid: new.min})
         if n >= 2:
             vectorizer = _LoopVectorizer(new, n, self.ids)
             try:
                 body = vectorizer.body(new.body)
                 vectorizer.check_independent()
+                self.vectorized += 1
                 return body
             except _Fallback:
                 pass
+        self.serialized += 1
         return For(new.loop_var, new.min, new.extent, ForKind.SERIAL, new.body, new.annotations)
 
 
 def vectorize_prim_func(func: PrimFunc) -> PrimFunc:
     """``func`` with its ``vectorized`` loops vectorized (or made serial); the same object if it has none."""
-    return _Vectorizer(func).visit_prim_func(func)
+    vectorizer = _Vectorizer(func)
+    out = vectorizer.visit_prim_func(func)
+    if vectorizer.vectorized:
+        VECTORIZED.add(vectorizer.vectorized)
+    if vectorizer.serialized:
+        SERIALIZED.add(vectorizer.serialized)
+    return out
 
 
 def _vectorize_loop(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:

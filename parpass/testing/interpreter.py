@@ -58,7 +58,7 @@ Loop-level functions (:class:`~parpass.ir.PrimFunc`)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -1226,6 +1226,45 @@ def _first_difference(name: str, before: Any, after: Any, rtol: float, atol: flo
     return None
 
 
+class Reference(NamedTuple):
+    """What a function computes on its :func:`random_inputs`: the inputs, and the outputs before any pass."""
+
+    kind: type[BaseFunc]
+    inputs: list[Any]
+    outputs: Value
+
+
+def reference_run(mod: IRModule, name: str, seed: int = 0) -> Reference:
+    """Run function ``name`` of ``mod`` on its :func:`random_inputs` for ``seed``, keeping inputs and outputs.
+
+    Raises :class:`InterpreterError` when the function fails on those inputs.
+    """
+    func = _lookup(mod, name, "in the module")
+    inputs = random_inputs(func, seed)
+    return Reference(type(func), inputs, run_function(mod, name, *[_copy_value(v) for v in inputs]))
+
+
+def meaning_difference(
+    ref: Reference, after: IRModule, name: str, rtol: float = 0.0, atol: float = 0.0, seed: int = 0
+) -> str | None:
+    """How function ``name`` of ``after`` departs from ``ref`` (what it computed before), or None.
+
+    The rules of :func:`assert_same_meaning`; ``seed`` only names the inputs in the message.
+    """
+    f_after = _lookup(after, name, "in the module after the pass")
+    if type(f_after) is not ref.kind:
+        return _kind_change(name, ref.kind, type(f_after))
+    after_inputs = [_copy_value(v) for v in ref.inputs]
+    if isinstance(f_after, tir.PrimFunc):
+        after_inputs = _adapt_buffers(f_after, after_inputs)
+    try:
+        out_after = run_function(after, name, *after_inputs)
+    except InterpreterError as exc:
+        return f"function {name!r} runs before the pass but fails after it (seed {seed}): {exc}"
+    problem = _first_difference(name, ref.outputs, out_after, rtol, atol)
+    return None if problem is None else f"meaning changed (seed {seed}): {problem}"
+
+
 def assert_same_meaning(
     before: IRModule,
     after: IRModule,
@@ -1256,12 +1295,9 @@ def assert_same_meaning(
         f_before = _lookup(before, fname, "in the module before the pass")
         f_after = _lookup(after, fname, "in the module after the pass")
         if type(f_before) is not type(f_after):
-            raise AssertionError(
-                f"function {fname!r} is a {type(f_before).__name__} before and a {type(f_after).__name__} after"
-            )
-        inputs = random_inputs(f_before, seed)
+            raise AssertionError(_kind_change(fname, type(f_before), type(f_after)))
         try:
-            out_before = run_function(before, fname, *[_copy_value(v) for v in inputs])
+            ref = reference_run(before, fname, seed)
         except InterpreterError as exc:
             if allow_failing_before:
                 continue
@@ -1269,20 +1305,15 @@ def assert_same_meaning(
                 f"function {fname!r} fails before the pass on the inputs of seed {seed}, so its meaning cannot be "
                 f"compared: {exc}"
             ) from exc
-        after_inputs = [_copy_value(v) for v in inputs]
-        if isinstance(f_after, tir.PrimFunc):
-            after_inputs = _adapt_buffers(f_after, after_inputs)
-        try:
-            out_after = run_function(after, fname, *after_inputs)
-        except InterpreterError as exc:
-            raise AssertionError(
-                f"function {fname!r} runs before the pass but fails after it (seed {seed}): {exc}"
-            ) from exc
-        problem = _first_difference(fname, out_before, out_after, rtol, atol)
+        problem = meaning_difference(ref, after, fname, rtol, atol, seed)
         if problem is not None:
-            raise AssertionError(f"meaning changed (seed {seed}): {problem}")
+            raise AssertionError(problem)
         compared.append(fname)
     return compared
+
+
+def _kind_change(name: str, before: type[BaseFunc], after: type[BaseFunc]) -> str:
+    return f"function {name!r} is a {before.__name__} before and a {after.__name__} after"
 
 
 def _adapt_buffers(func: tir.PrimFunc, inputs: list[Any]) -> list[Any]:

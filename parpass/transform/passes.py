@@ -149,8 +149,8 @@ class Pass(abc.ABC):
         gate = ctx.bisect_state()
         if gate is not None and not ctx.is_required(info.name):
             runner = self._bisected(mod, gate)
-            if runner is None:
-                return mod
+        if runner is None:
+            return mod
         ctx.note_run(info)
         with inside_pass():
             return self._run_instrumented(runner, mod, ctx)

@@ -177,11 +177,9 @@ class PassStatistics:
     def as_dict(self) -> dict[str, dict[str, int]]:
         """``{pass name: {counter name: total}}``, in report order."""
         declared = declared_statistics()
-        by_pass: dict[str, dict[str, int]] = {}
-        for pass_name, name in self.counts:
-            by_pass.setdefault(pass_name, {})
-        order = [p for p in self._ran if p in declared or p in by_pass]
-        order += sorted(p for p in by_pass if p not in self._ran)
+        counted = {pass_name for pass_name, _ in self.counts}
+        order = [p for p in self._ran if p in declared or p in counted]
+        order += sorted(p for p in counted if p not in self._ran)
         out: dict[str, dict[str, int]] = {}
         for pass_name in order:
             names = list(declared.get(pass_name, {}))

@@ -468,7 +468,10 @@ def test_bench_tiny_with_json(tmp_path: Path) -> None:
         and "speedup" in out
         and "efficiency" in out
     )
-    assert "parent overhead per function" in out and "outputs byte-identical to the in-process run: yes (6 runs)" in out
+    assert (
+        "parent overhead per function" in out
+        and "outputs byte-identical to the in-process run, pass statistics equal: yes (6 runs)" in out
+    )
     workers = max(2, usable_cores())
     assert f"parent's serial share, pass by pass ({workers} workers): " in out
     assert "projection (Amdahl's law from that share, not a measurement): at most " in out

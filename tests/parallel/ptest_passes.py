@@ -15,7 +15,7 @@ import warnings
 
 from parpass.ir import IRModule, relax
 from parpass.ir.node import GlobalVar
-from parpass.transform import PassContext, function_pass, module_pass, prim_func_pass
+from parpass.transform import PassContext, Statistic, function_pass, module_pass, prim_func_pass
 
 log = logging.getLogger("ptest")
 
@@ -159,3 +159,26 @@ def reads_context(func: relax.Function, mod: IRModule, ctx: PassContext) -> rela
     return func.with_attr(
         "ctx", [ctx.opt_level, list(ctx.required_pass), list(ctx.disabled_pass), ctx.config["parpass.timeout"]]
     )
+
+
+#: Counted by CountsBindings and CountsLookups (pass statistics must add up the same at any worker count).
+BINDINGS_SEEN = Statistic("CountsBindings", "bindings", "bindings seen")
+LOOKUPS = Statistic("CountsLookups", "lookups", "callees looked up")
+
+
+@function_pass(opt_level=0, name="CountsBindings")
+def counts_bindings(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Counts the bindings of every Function, and changes it (so a later pass of a fused chain that looks
+    it up must compute it again in a worker)."""
+    BINDINGS_SEEN.add(len(func.bindings))
+    return func.with_attr("counted", True)
+
+
+@function_pass(opt_level=0, name="CountsLookups")
+def counts_lookups(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Looks up every callee through the module view, counting the lookups."""
+    callees = _callees(func)
+    for name in callees:
+        mod[name]
+    LOOKUPS.add(len(callees))
+    return func

@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from passes_support import F32, PROPERTY_SETTINGS, SEEDS, assert_same_ir, check_function_pass, run_on
 
-from parpass.ir import Binding, Function, Param, PrimType, SeqExpr, TupleType, Var
+from parpass.ir import Binding, Function, IRModule, Param, PrimType, SeqExpr, TupleType, Var
 from parpass.ir.builder import FunctionBuilder, call, getitem, tuple_
 from parpass.passes import CanonicalizeBindings
+from parpass.transform import PassContext
 
 BOOL = PrimType("bool")
 
@@ -124,3 +125,23 @@ def test_properties_on_random_modules(seed: int) -> None:
 def test_random_module_has_work_for_canonicalize() -> None:
     before, after = check_function_pass(CanonicalizeBindings, 3)
     assert any(after[n] is not before[n] for n in before.names()), "nothing changed: the test proves nothing"
+
+
+def test_statistics_count_copies_and_projections() -> None:
+    fb = FunctionBuilder("main")
+    x, w = fb.param("x", F32), fb.param("w", F32)
+    y = fb.emit(x)  # a copy
+    z = fb.emit(y)  # a copy of a copy
+    a = fb.emit(call("exp", z))
+    t = fb.emit(tuple_(a, w))
+    first = fb.emit(getitem(t, 0))  # a projection, then a copy of `a`
+    second = fb.emit(getitem(tuple_(x, w), 1))  # an inline tuple: a projection, then a copy of `w`
+    nested = fb.emit(call("add", getitem(t, 1), first))  # a projection inside a call: no binding goes
+    main = fb.finish(fb.emit(call("multiply", nested, second)))
+    mod = IRModule({"main": main})
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        out = CanonicalizeBindings()(mod)
+    assert ctx.pass_statistics.as_dict()["CanonicalizeBindings"] == {"copies": 4, "projections": 3}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        assert CanonicalizeBindings()(out)["main"] is out["main"]
+    assert ctx.pass_statistics.as_dict()["CanonicalizeBindings"] == {"copies": 0, "projections": 0}

@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from passes_support import F32, PROPERTY_SETTINGS, SEEDS, assert_same_ir, check_function_pass, run_on
 
-from parpass.ir import Binding, Call, Function, GlobalVar, Op, Param, PrimType, SeqExpr, Var
+from parpass.ir import Binding, Call, Function, GlobalVar, IRModule, Op, Param, PrimType, SeqExpr, Var
 from parpass.ir.builder import FunctionBuilder, PrimFuncBuilder, call, const
 from parpass.passes import DeadCodeElimination
+from parpass.transform import PassContext
 
 BOOL = PrimType("bool")
 
@@ -151,3 +152,28 @@ def test_properties_on_random_modules(seed: int) -> None:
 def test_random_module_has_work_for_dce() -> None:
     before, after = check_function_pass(DeadCodeElimination, 3)
     assert any(after[n] is not before[n] for n in before.names()), "nothing removed: the test proves nothing"
+
+
+def test_statistics_count_removed_bindings() -> None:
+    fb = FunctionBuilder("main")
+    x = fb.param("x", F32)
+    flag = fb.param("flag", BOOL)
+    a = fb.emit(call("exp", x))  # dead once `b` goes
+    fb.emit(call("negative", a))  # dead
+    fb.emit(x)  # a dead copy
+    unused = fb.if_(flag, name="unused")  # pure and unused: one binding removed, whatever its blocks hold
+    with unused as (then, else_):
+        with then:
+            then.yield_(fb.emit(call("tanh", fb.emit(call("exp", x)))))
+        with else_:
+            else_.yield_(x)
+    fb.emit(call("print", x))  # unused but stateful: stays
+    main = fb.finish(fb.emit(call("abs", x)))
+    mod = IRModule({"main": main, "helper": helper("helper", "tanh")})  # nothing to remove in helper
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        out = DeadCodeElimination()(mod)
+    assert ctx.pass_statistics.as_dict()["DeadCodeElimination"] == {"removed": 4}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        again = DeadCodeElimination()(out)
+    assert all(again[name] is out[name] for name in out.names())
+    assert ctx.pass_statistics.as_dict()["DeadCodeElimination"] == {"removed": 0}

@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from passes_support import F32, PROPERTY_SETTINGS, SEEDS, assert_same_ir, check_function_pass, run_on
 
-from parpass.ir import Binding, Call, Function, GlobalVar, Op, Param, PrimType, SeqExpr, Var
+from parpass.ir import Binding, Call, Function, GlobalVar, IRModule, Op, Param, PrimType, SeqExpr, Var
 from parpass.ir.builder import FunctionBuilder, call, const
 from parpass.passes import EliminateCommonSubexpr
+from parpass.transform import PassContext
 
 BOOL = PrimType("bool")
 
@@ -150,3 +151,29 @@ def test_properties_on_random_modules(seed: int) -> None:
 def test_random_module_has_work_for_cse() -> None:
     before, after = check_function_pass(EliminateCommonSubexpr, 3)
     assert any(after[n] is not before[n] for n in before.names()), "nothing shared: the test proves nothing"
+
+
+def test_statistics_count_eliminated_bindings() -> None:
+    fb = FunctionBuilder("main")
+    x = fb.param("x", F32)
+    flag = fb.param("flag", BOOL)
+    a1 = fb.emit(call("exp", x))
+    b1 = fb.emit(call("negative", a1))
+    a2 = fb.emit(call("exp", x))  # eliminated
+    b2 = fb.emit(call("negative", a2))  # eliminated once a2 reads a1
+    fb.emit(call("print", x))
+    fb.emit(call("print", x))  # impure: kept
+    branch = fb.if_(flag, name="r")
+    with branch as (then, else_):
+        with then:
+            then.yield_(fb.emit(call("add", fb.emit(call("exp", x)), fb.emit(call("tanh", x)))))  # exp eliminated
+        with else_:
+            else_.yield_(fb.emit(call("tanh", x)))  # the other branch's tanh is not shared: kept
+    main = fb.finish(fb.emit(fb.tuple_(b1, b2, branch.var)))
+    mod = IRModule({"main": main})
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        out = EliminateCommonSubexpr()(mod)
+    assert ctx.pass_statistics.as_dict()["EliminateCommonSubexpr"] == {"eliminated": 3}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        assert EliminateCommonSubexpr()(out)["main"] is out["main"]
+    assert ctx.pass_statistics.as_dict()["EliminateCommonSubexpr"] == {"eliminated": 0}

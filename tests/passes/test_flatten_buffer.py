@@ -21,11 +21,11 @@ from tir_helpers import (
     small_prim_module,
 )
 
-from parpass.ir import check_well_formed, tir
+from parpass.ir import IRModule, check_well_formed, tir
 from parpass.ir.builder import PrimFuncBuilder
 from parpass.passes.flatten_buffer import FlattenBuffer, flatten_prim_func, flattened_layout
 from parpass.testing import random_inputs, run_prim_func
-from parpass.transform import get_pass
+from parpass.transform import PassContext, get_pass
 
 
 def test_row_major_buffers_become_one_dimensional() -> None:
@@ -169,3 +169,22 @@ def test_random_modules_keep_their_meaning_with_reshaped_inputs(seed: int) -> No
         func = after[name]
         if isinstance(func, tir.PrimFunc) and not func.skip_optimization:
             assert all(len(p.shape) == 1 for p in func.params if isinstance(p, tir.Buffer))
+
+
+def test_statistics_count_flattened_buffers() -> None:
+    pb = PrimFuncBuilder("main")
+    a = pb.buffer("A", (4, 8), F32)  # flattened
+    b = pb.buffer("B", (2, 4, 8), F32)  # flattened
+    c = pb.buffer("C", (8,), F32)  # already flat
+    with pb.for_range("i", 4) as i, pb.for_range("j", 8) as j:
+        pb.store(a, (i, j), b[1, i, j] + a[i, 0] + c[j])  # A is used three times: one buffer
+    s = tir.Buffer(0, "s", F32, ())  # 0-d: flattened
+    d = tir.Buffer(1, "D", F32, (imm(4),))
+    mod = IRModule({"main": pb.finish(), "scalar": tir.PrimFunc((s, d), d.store(2, tir.BufferLoad(s, ())))})
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        out = FlattenBuffer()(mod)
+    assert ctx.pass_statistics.as_dict()["FlattenBuffer"] == {"flattened": 3}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        again = FlattenBuffer()(out)
+    assert all(again[name] is out[name] for name in out.names())
+    assert ctx.pass_statistics.as_dict()["FlattenBuffer"] == {"flattened": 0}

@@ -12,6 +12,7 @@ from parpass.ir import (
     Constant,
     Function,
     GlobalVar,
+    IRModule,
     Op,
     Param,
     PrimType,
@@ -22,6 +23,7 @@ from parpass.ir import (
 )
 from parpass.ir.builder import FunctionBuilder, call, const, getitem, tuple_
 from parpass.passes import FoldConstant
+from parpass.transform import PassContext
 
 
 def c4(*values: float) -> Constant:
@@ -210,3 +212,26 @@ def test_properties_on_random_modules(seed: int) -> None:
 def test_random_module_has_work_for_fold_constant() -> None:
     before, after = check_function_pass(FoldConstant, 3)
     assert any(after[n] is not before[n] for n in before.names()), "nothing folded: the test proves nothing"
+
+
+def test_statistics_count_folded_calls_and_projections() -> None:
+    fb = FunctionBuilder("main")
+    x = fb.param("x", F32)
+    a = fb.emit(call("add", c4(1, 2, 3, 4), c4(1, 1, 1, 1)))  # folded
+    fb.emit(call("multiply", a, const(2.0, "float32")))  # folded: `a` is known
+    t = fb.emit(tuple_(a, x))
+    first = fb.emit(getitem(t, 0))  # a projection, folded
+    fb.emit(getitem(t, 1))  # not constant
+    fb.emit(call("add", x, first))  # not constant
+    main = fb.finish(fb.emit(call("print", first)))  # impure: not folded
+    fb = FunctionBuilder("other")
+    w = fb.param("w", F32)
+    other = fb.finish(fb.emit(call("add", w, fb.emit(call("negative", c4(1, 2, 3, 4))))))  # one folded
+    mod = IRModule({"main": main, "other": other})
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        out = FoldConstant()(mod)
+    assert ctx.pass_statistics.as_dict()["FoldConstant"] == {"folded": 3, "projections": 1}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        again = FoldConstant()(out)
+    assert all(again[name] is out[name] for name in out.names())
+    assert ctx.pass_statistics.as_dict()["FoldConstant"] == {"folded": 0, "projections": 0}

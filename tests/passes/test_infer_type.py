@@ -251,3 +251,28 @@ def test_parallel_run_uses_the_worker_module_view() -> None:
     assert parallel.names() == serial.names()
     for name in serial.names():
         assert_same_ir(parallel[name], serial[name])
+
+
+def test_statistics_count_filled_in_types() -> None:
+    callee = FunctionBuilder("callee", infer_types=False)
+    q = callee.param("q", F32)
+    callee_func = callee.finish(callee.emit(call("negative", q)))  # 1 binding
+    caller = FunctionBuilder("caller", infer_types=False)
+    x = caller.param("x", F32)
+    caller_func = caller.finish(caller.emit(call("exp", caller.emit(call(GlobalVar("callee"), x)))))  # 2 bindings
+    mod = IRModule(
+        {
+            "caller": caller_func,  # typed first: typing the callee for its return type counts nothing
+            "callee": callee_func,
+            "main": build(False),  # 8 bindings, the If's blocks included
+            "typed": build(True, name="typed"),  # nothing to fill in
+        }
+    )
+    assert len(all_bindings(mod["main"])) == 8  # type: ignore[arg-type]
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        out = InferType()(mod)
+    assert ctx.pass_statistics.as_dict()["InferType"] == {"annotated": 11, "ret_types": 3}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        again = InferType()(out)
+    assert all(again[name] is out[name] for name in out.names())
+    assert ctx.pass_statistics.as_dict()["InferType"] == {"annotated": 0, "ret_types": 0}

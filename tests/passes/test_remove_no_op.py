@@ -25,7 +25,7 @@ from tir_helpers import (
 from parpass.ir import check_well_formed, tir
 from parpass.ir.builder import PrimFuncBuilder
 from parpass.passes.remove_no_op import RemoveNoOp, is_no_op, remove_no_op_prim_func
-from parpass.transform import get_pass
+from parpass.transform import PassContext, get_pass
 
 NOOP = tir.Evaluate(imm(0))
 
@@ -183,3 +183,37 @@ def _holds_no_op(stmt: tir.Stmt) -> bool:
             return True
         stack.extend(c for c in s.children() if isinstance(c, tir.Stmt.__args__))  # type: ignore[attr-defined]
     return False
+
+
+def test_statistics_count_removed_statements() -> None:
+    a = tir.Buffer(0, "A", F32, (imm(8),))
+    b = tir.Buffer(1, "B", F32, (imm(8),))
+    x = tir.Var(2, "x", F32)
+    n = tir.Var(3, "n")
+    i, e, j, v = tir.Var(4, "i"), tir.Var(5, "e"), tir.Var(6, "j"), tir.Var(7, "v")
+    serial = tir.ForKind.SERIAL
+    body = tir.SeqStmt(
+        (
+            NOOP,  # 1: dropped from the sequence
+            tir.For(  # 3: the store, the evaluate, then the loop
+                i,
+                imm(0),
+                imm(8),
+                serial,
+                tir.SeqStmt((a.store(i, a[i]), tir.Evaluate(tir.Call(F32, "exp", (b[i] * x,))))),
+            ),
+            tir.For(e, imm(0), imm(0), serial, b.store(e, x)),  # 1: runs zero times
+            tir.IfThenElse(tir.lt(n, 4), b.store(0, x), NOOP),  # 1: the empty else
+            tir.LetStmt(v, n + 1, b.store(1, x)),  # 1: v is unused
+            tir.For(j, imm(0), imm(8), serial, b.store(j, a[j] + x)),  # kept
+        )
+    )
+    mod = module_of(tir.PrimFunc((a, b, x, n), body))
+    check_well_formed(mod["main"])
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        out = RemoveNoOp()(mod)
+    assert_ir(out["main"].body, tir.SeqStmt((tir.IfThenElse(tir.lt(n, 4), b.store(0, x)), b.store(1, x), body.seq[-1])))
+    assert ctx.pass_statistics.as_dict()["RemoveNoOp"] == {"removed": 7}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        assert RemoveNoOp()(out)["main"] is out["main"]
+    assert ctx.pass_statistics.as_dict()["RemoveNoOp"] == {"removed": 0}

@@ -8,6 +8,7 @@ from passes_support import F32, PROPERTY_SETTINGS, SEEDS, same_meaning, small_ra
 from parpass.ir import Function, GlobalVar, IRModule, PrimFunc, check_well_formed, structural_equal
 from parpass.ir.builder import FunctionBuilder, PrimFuncBuilder, call
 from parpass.passes import RemoveUnusedFunctions
+from parpass.transform import PassContext
 
 
 def func(name: str, *callees: str, entry: bool = False, **attrs: object) -> Function:
@@ -110,3 +111,24 @@ def test_random_module_has_work() -> None:
     before = small_random_module(3)
     after = RemoveUnusedFunctions()(before)
     assert len(after) < len(before), "nothing removed: the test proves nothing"
+
+
+def test_statistics_count_removed_functions() -> None:
+    mod = IRModule(
+        {
+            "leaf": func("leaf"),
+            "orphan": func("orphan", "leaf"),  # removed
+            "k_unused": kernel("k_unused"),  # removed
+            "k_used": kernel("k_used"),
+            "main": func("main", "leaf", "k_used", entry=True),
+            "cycle_a": func("cycle_a", "cycle_b"),  # removed: an unreachable cycle
+            "cycle_b": func("cycle_b", "cycle_a"),  # removed
+        }
+    )
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        out = RemoveUnusedFunctions()(mod)
+    assert out.names() == ["leaf", "k_used", "main"]
+    assert ctx.pass_statistics.as_dict()["RemoveUnusedFunctions"] == {"removed": 4}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        assert RemoveUnusedFunctions()(out).names() == out.names()
+    assert ctx.pass_statistics.as_dict()["RemoveUnusedFunctions"] == {"removed": 0}

@@ -29,7 +29,7 @@ from parpass.ir.builder import PrimFuncBuilder
 from parpass.ir.serialization import decode_function, encode_function
 from parpass.passes.simplify import Simplify, simplify_expr, simplify_prim_func
 from parpass.testing import assert_same_meaning
-from parpass.transform import get_pass
+from parpass.transform import PassContext, get_pass
 
 i = tir.Var(0, "i")
 j = tir.Var(1, "j")
@@ -407,3 +407,39 @@ def test_a_decoded_copy_simplifies_to_the_same_bytes(seed: int) -> None:
 def test_output_is_byte_identical_across_runs() -> None:
     mod = small_prim_module(7)
     assert to_bytes(Simplify()(mod)) == to_bytes(Simplify()(IRModule(dict(mod.items()))))
+
+
+def test_statistics_count_rewritten_expressions_removed_statements_and_decided_conditions() -> None:
+    a = tir.Buffer(10, "A", F32, (imm(16),))
+    b = tir.Buffer(11, "B", F32, (imm(16),))
+    n = tir.Var(12, "n")
+    g = tir.Var(13, "g", F32)
+    k, e = tir.Var(14, "k"), tir.Var(15, "e")
+    serial = tir.ForKind.SERIAL
+    body = tir.SeqStmt(
+        (
+            tir.For(
+                i,
+                imm(0),
+                imm(16),
+                serial,
+                tir.SeqStmt(
+                    (
+                        a.store(i + 0, b[i] * 1.0),  # 2 expressions rewritten: the index and the value
+                        tir.IfThenElse(tir.lt(i, 16), b.store(i, g)),  # decided (true), removed
+                    )
+                ),
+            ),
+            tir.For(k, imm(0), imm(1), serial, a.store(k, g)),  # removed (extent 1); its index k -> 0 rewritten
+            tir.For(e, imm(0), imm(0), serial, a.store(e, g)),  # removed (extent 0)
+            tir.IfThenElse(tir.lt(n, 4), a.store(0, g)),  # nothing to do
+        )
+    )
+    mod = module_of(tir.PrimFunc((a, b, n, g), body))
+    check_well_formed(mod["main"])
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        out = Simplify()(mod)
+    assert ctx.pass_statistics.as_dict()["Simplify"] == {"simplified": 3, "removed": 3, "decided": 1}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        assert Simplify()(out)["main"] is out["main"]
+    assert ctx.pass_statistics.as_dict()["Simplify"] == {"simplified": 0, "removed": 0, "decided": 0}

@@ -20,7 +20,7 @@ from tir_helpers import (
     small_prim_module,
 )
 
-from parpass.ir import check_well_formed, tir
+from parpass.ir import IRModule, check_well_formed, tir
 from parpass.ir.builder import PrimFuncBuilder
 from parpass.passes.unroll_loop import UnrollLoop, UnrollLoopConfig, unroll_prim_func
 from parpass.transform import PassConfigError, PassContext, get_config_option, get_pass
@@ -238,3 +238,29 @@ def test_random_modules_default_config(seed: int) -> None:
 def test_random_modules_automatic_unrolling(seed: int) -> None:
     check_prim_func_pass(lambda: UnrollLoop(auto_max_step=16, auto_max_extent=2), small_prim_module(seed))
     check_prim_func_pass(lambda: UnrollLoop(auto_max_step=64, explicit_unroll=False), small_prim_module(seed))
+
+
+def test_statistics_count_unrolled_and_marked_loops() -> None:
+    mod = IRModule(
+        {
+            "inner": nest_4x4(inner="unrolled"),  # 1 unrolled
+            "both": nest_4x4(outer="unrolled", inner="unrolled"),  # 2 unrolled
+            "none": nest_4x4(),  # nothing to unroll with the defaults
+        }
+    )
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        out = UnrollLoop()(mod)
+    assert ctx.pass_statistics.as_dict()["UnrollLoop"] == {"unrolled": 3, "marked": 0}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        again = UnrollLoop()(out)
+    assert all(again[name] is out[name] for name in out.names())
+    assert ctx.pass_statistics.as_dict()["UnrollLoop"] == {"unrolled": 0, "marked": 0}
+
+    mark = UnrollLoop(auto_max_extent=4, explicit_unroll=False)
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        marked = mark(module_of(nest_4x4()))
+    assert count_loops(marked["main"]) == {"unrolled": 2}  # type: ignore[arg-type]
+    assert ctx.pass_statistics.as_dict()["UnrollLoop"] == {"unrolled": 0, "marked": 2}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        assert mark(marked)["main"] is marked["main"]
+    assert ctx.pass_statistics.as_dict()["UnrollLoop"] == {"unrolled": 0, "marked": 0}

@@ -22,10 +22,10 @@ from tir_helpers import (
     small_prim_module,
 )
 
-from parpass.ir import check_well_formed, tir
+from parpass.ir import IRModule, check_well_formed, tir
 from parpass.passes.vectorize_loop import VectorizeLoop, vectorize_prim_func
 from parpass.testing import assert_same_meaning
-from parpass.transform import get_pass
+from parpass.transform import PassContext, get_pass
 
 A = tir.Buffer(0, "A", F32, (imm(16),))
 B = tir.Buffer(1, "B", F32, (imm(16),))
@@ -267,3 +267,21 @@ def test_random_loops_with_interfering_lanes_keep_their_meaning(seed: int) -> No
     assert vectorize_prim_func(out) is out
     for input_seed in (0, 1):
         assert_same_meaning(module_of(func), module_of(out), "main", seed=input_seed, allow_failing_before=True)
+
+
+def test_statistics_count_vectorized_and_serialized_loops() -> None:
+    mod = IRModule(
+        {
+            "vector": tir.PrimFunc(PARAMS, vloop(B.store(i, A[i] * 2.0 + x))),  # vectorized
+            "one_lane": tir.PrimFunc(PARAMS, vloop(B.store(i, x), extent=1)),  # vectorized: the body, i = 0
+            "same_element": tir.PrimFunc(PARAMS, vloop(B.store(0, A[i]))),  # serialized: every lane stores B[0]
+            "symbolic": tir.PrimFunc(PARAMS, vloop(B.store(i, x), extent=n)),  # serialized: extent not constant
+        }
+    )
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        out = VectorizeLoop()(mod)
+    assert ctx.pass_statistics.as_dict()["VectorizeLoop"] == {"vectorized": 2, "serialized": 2}
+    with PassContext(config={"parpass.pass_statistics": True}) as ctx:
+        again = VectorizeLoop()(out)
+    assert all(again[name] is out[name] for name in out.names())
+    assert ctx.pass_statistics.as_dict()["VectorizeLoop"] == {"vectorized": 0, "serialized": 0}

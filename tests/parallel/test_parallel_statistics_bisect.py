@@ -1,0 +1,70 @@
+"""Pass statistics and opt-bisect at any worker count: the same totals, numbers, lines and output."""
+
+from __future__ import annotations
+
+import pytest
+from parallel_support import module_bytes, parallel_ctx
+from ptest_passes import counts_bindings, counts_lookups
+
+from parpass.instrument import PassTimingInstrument
+from parpass.ir import IRModule
+from parpass.passes import default_pipeline
+from parpass.testing import random_module
+from parpass.transform import Pass, Sequential
+
+
+@pytest.fixture(scope="module")
+def mod() -> IRModule:
+    return random_module(num_functions=60, num_prim_funcs=30, size=8, seed=5)
+
+
+def _pipeline() -> Pass:
+    # CountsLookups after CountsBindings in one fused chain: its lookups make workers compute
+    # CountsBindings again on other functions, which must not count twice.
+    return Sequential([counts_bindings, counts_lookups, default_pipeline(2)])
+
+
+def _statistics(mod: IRModule, workers: int, **config: object) -> tuple[dict[str, dict[str, int]], list]:
+    with parallel_ctx(workers, **{"parpass.pass_statistics": True, **config}) as ctx:
+        out = _pipeline()(mod)
+    return ctx.pass_statistics.as_dict(), module_bytes(out)
+
+
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "pass-by-pass"])
+def test_statistics_totals_equal_at_1_2_and_3_workers(mod: IRModule, fuse: bool) -> None:
+    serial, serial_out = _statistics(mod, 1, **{"parpass.fuse_passes": fuse})
+    assert serial["CountsBindings"]["bindings"] > 0 and serial["CountsLookups"]["lookups"] > 0
+    assert sum(v for counters in serial.values() for v in counters.values()) > 0
+    for workers in (2, 3):
+        table, out = _statistics(mod, workers, **{"parpass.fuse_passes": fuse})
+        assert table == serial, f"{workers} workers"
+        assert list(table) == list(serial)
+        assert out == serial_out
+
+
+def test_statistics_reach_a_fused_chain_instrument_per_pass(mod: IRModule) -> None:
+    timing = PassTimingInstrument()  # reads no module: the chain stays fused
+    with parallel_ctx(2, **{"parpass.pass_statistics": True}) as ctx:
+        ctx.override_instruments([timing])
+        Sequential([counts_bindings, counts_lookups])(mod)
+    serial, _ = _statistics(mod, 1)
+    assert ctx.pass_statistics["CountsBindings", "bindings"] == serial["CountsBindings"]["bindings"]
+    assert ctx.pass_statistics["CountsLookups", "lookups"] == serial["CountsLookups"]["lookups"]
+
+
+@pytest.mark.parametrize("limit", [0, 37, 95, 400, 10**6])
+def test_bisect_lines_and_output_identical_at_1_and_2_workers(
+    mod: IRModule, limit: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = []
+    for workers in (1, 2):
+        with parallel_ctx(workers, **{"parpass.bisect_limit": limit}) as ctx:
+            out = default_pipeline(2)(mod)
+        runs.append((capsys.readouterr().err, module_bytes(out), ctx.bisect_log))
+    (err1, out1, log1), (err2, out2, log2) = runs
+    assert err1 == err2
+    assert out1 == out2
+    assert log1 == log2
+    lines = err1.splitlines()
+    assert len(lines) == len(log1) > 0
+    assert sum(1 for line in lines if line.startswith("BISECT: running pass")) == min(limit, len(log1))
