@@ -114,7 +114,7 @@ def test_console_script(tmp_path: Path) -> None:
     assert to_bytes(load(tmp_path / "s.msgpack")) == to_bytes(random_module(3))
 
 
-@pytest.mark.parametrize("command", [None, "bench", "opt", "gen", "show", "passes", "reproduce"])
+@pytest.mark.parametrize("command", [None, "bench", "opt", "bisect", "gen", "show", "passes", "reproduce"])
 def test_every_command_has_help(command: str | None, run_main, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     result = run_main(*([command, "--help"] if command else ["--help"]), cwd=tmp_path)
     assert result.returncode == 0
