@@ -100,7 +100,7 @@ def _changed(before: IRModule, after: IRModule | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from parpass.testing.bisect import CommandCheck, MeaningCheck, bisect_pipeline
+    from parpass.testing.bisect import CommandCheck, MeaningCheck, bisect_pipeline, worker_settings
 
     pipeline, required, disabled, config = pipeline_settings(args)
     for key in ("parpass.bisect_limit", "parpass.bisect_print"):
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     check = (
         CommandCheck(args.check, _suffix(args))
         if args.check is not None
-        else MeaningCheck(mod, args.seed, args.rtol, args.atol)
+        else MeaningCheck(mod, args.seed, args.rtol, args.atol, config=worker_settings(config))
     )
     err = sys.stderr
 
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     target = "the module" if bad.function is None else f"function {bad.function!r}"
     out.write(f"first bad application: ({bad.number}) {bad.pass_name} on {target}\n")
     out.write(f"check: {report.reason}\n")
-    out.write(f"to reproduce: parpass opt {args.input} ... --opt-bisect-limit {bad.number} (bad) / {bad.number - 1}\n")
+    out.write(f"to see it: the same pipeline under --opt-bisect-limit {bad.number} (bad) and {bad.number - 1} (good)\n")
     assert report.before is not None
     names = [bad.function] if bad.function is not None else _changed(report.before, report.after)
     for name in names:

@@ -30,13 +30,23 @@ from typing import Any, Protocol
 
 from parpass.ir.calls import called_names
 from parpass.ir.module import IRModule
+from parpass.ir.node import BaseFunc
 from parpass.ir.relax import Function
 from parpass.testing.interpreter import InterpreterError, Reference, meaning_difference, reference_run
 from parpass.transform.bisect import BISECT_LIMIT, BISECT_PRINT, BisectDecision
 from parpass.transform.context import PassContext
-from parpass.transform.passes import Pass
+from parpass.transform.pass_info import PassInfo
+from parpass.transform.passes import FunctionLevelPass, Pass
 
-__all__ = ["BisectReport", "Check", "CommandCheck", "MeaningCheck", "bisect_pipeline"]
+__all__ = [
+    "BisectReport",
+    "Check",
+    "CommandCheck",
+    "MeaningChanged",
+    "MeaningCheck",
+    "bisect_pipeline",
+    "worker_settings",
+]
 
 
 class Check(Protocol):
@@ -74,52 +84,146 @@ def _closure_keys(mod: IRModule) -> dict[str, bytes]:
     return keys
 
 
+class MeaningChanged(AssertionError):
+    """Function ``name`` does not compute what it computed before the passes (``problem`` says how)."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(name, problem)
+        self.name, self.problem = name, problem
+
+    def __str__(self) -> str:
+        return self.problem
+
+
+#: The module checks compare with (decoded once per process), and the reference runs made on it.
+_ORIGINAL: dict[bytes, IRModule] = {}
+_REFERENCES: dict[tuple[bytes, str], Reference | None] = {}
+
+
+def _original(data: bytes, digest: bytes) -> IRModule:
+    mod = _ORIGINAL.get(digest)
+    if mod is None:
+        from parpass.ir.serialization import from_bytes
+
+        _ORIGINAL.clear()
+        _REFERENCES.clear()
+        decoded = from_bytes(data)
+        assert isinstance(decoded, IRModule)
+        mod = _ORIGINAL[digest] = decoded
+    return mod
+
+
+class _CompareMeaning(FunctionLevelPass):
+    """A function-level pass that changes nothing and raises :class:`MeaningChanged` on each function of
+    ``names`` whose meaning differs from the original's: a check that the executor spreads over the
+    workers, reporting the first failure in module order."""
+
+    def __init__(self, original: bytes, names: frozenset[str], seed: int, rtol: float, atol: float) -> None:
+        super().__init__(_unchanged, PassInfo(0, "CompareMeaning"))
+        self.original, self.names = original, names
+        self.digest = hashlib.blake2b(original, digest_size=16).digest()
+        self.seed, self.rtol, self.atol = seed, rtol, atol
+
+    def transform_one(self, func: BaseFunc, name: str, mod: IRModule, ctx: PassContext) -> BaseFunc:
+        if name not in self.names:
+            return func
+        original = _original(self.original, self.digest)
+        with contextlib.redirect_stdout(io.StringIO()):  # what the functions print while interpreted
+            key = (self.digest, name)
+            if key not in _REFERENCES:
+                try:
+                    _REFERENCES[key] = reference_run(original, name, self.seed)
+                except InterpreterError:
+                    _REFERENCES[key] = None  # fails on its inputs before any pass: no meaning to keep
+            ref = _REFERENCES[key]
+            if ref is None:
+                return func
+            try:
+                problem = meaning_difference(ref, mod, name, self.rtol, self.atol, self.seed)
+            except Exception as err:  # IR the interpreter cannot run at all is bad IR too
+                problem = f"function {name!r}: the interpreter failed on it: {type(err).__name__}: {err}"
+        if problem is not None:
+            raise MeaningChanged(name, problem)
+        return func
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (_CompareMeaning, (self.original, self.names, self.seed, self.rtol, self.atol))
+
+
+def _unchanged(func: BaseFunc, mod: IRModule, ctx: PassContext) -> BaseFunc:
+    return func
+
+
+#: Functions the interpreter check compares at least per wave (it stops at the first batch with a failure).
+_BATCH = 64
+
+
+def worker_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a pipeline's config the interpreter check runs under: where it may run, nothing else."""
+    return {key: config[key] for key in ("parpass.num_workers", "parpass.parallel") if key in config}
+
+
 class MeaningCheck:
     """Every function of the module computes what it computed in ``original`` (the reference interpreter,
     on the :func:`~parpass.testing.random_inputs` of ``seed``; floats within ``rtol``/``atol``).
 
     A function that fails on its inputs in ``original`` has no meaning to keep and is not compared; nor is a
     function ``original`` lacks. A function is run only when it, or a function it calls, differs from every
-    version already found good, so a bisection interprets little more than the module twice. Output the
-    functions print while interpreted is dropped.
+    version already found good, so a bisection interprets little more than the module twice. The functions
+    run as a function-level pass under ``config`` (``parpass.num_workers`` and the like): in workers when
+    that pays. Output the functions print while interpreted is dropped.
     """
 
-    def __init__(self, original: IRModule, seed: int = 0, rtol: float = 0.0, atol: float = 0.0) -> None:
+    def __init__(
+        self,
+        original: IRModule,
+        seed: int = 0,
+        rtol: float = 0.0,
+        atol: float = 0.0,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        from parpass.ir.serialization import to_bytes
+
         self.original = original
         self.seed, self.rtol, self.atol = seed, rtol, atol
+        self.config = dict(config or {})
+        self._data = to_bytes(original)
         self._original_keys: dict[str, bytes] | None = None
-        self._references: dict[str, Reference | None] = {}
         self._good: set[tuple[str, bytes]] = set()
-        self.interpreted = 0  # functions run after passes, for the report
-
-    def _reference(self, name: str) -> Reference | None:
-        if name not in self._references:
-            try:
-                self._references[name] = reference_run(self.original, name, self.seed)
-            except InterpreterError:
-                self._references[name] = None
-        return self._references[name]
+        self._suspects: list[str] = []  # functions found changed in meaning before, in the order found
+        self.interpreted = 0  # functions compared after passes, for the report
 
     def __call__(self, mod: IRModule) -> str | None:
         if self._original_keys is None:
             self._original_keys = _closure_keys(self.original)
         original_keys = self._original_keys
         keys = _closure_keys(mod)
-        with contextlib.redirect_stdout(io.StringIO()):
-            for name in mod.names():
-                key = keys[name]
-                if name not in original_keys or original_keys[name] == key or (name, key) in self._good:
-                    continue
-                ref = self._reference(name)
-                if ref is not None:
-                    self.interpreted += 1
-                    try:
-                        problem = meaning_difference(ref, mod, name, self.rtol, self.atol, self.seed)
-                    except Exception as err:  # IR the interpreter cannot run at all is bad IR too
-                        problem = f"function {name!r}: the interpreter failed on it: {type(err).__name__}: {err}"
-                    if problem is not None:
-                        return problem
-                self._good.add((name, key))
+        names = [
+            n
+            for n in mod.names()
+            if n in original_keys and original_keys[n] != keys[n] and (n, keys[n]) not in self._good
+        ]
+        # The functions that failed before first (a bisection keeps meeting the same one), then the rest
+        # in batches of module order, so that a bad module is known without running every function.
+        suspects = [n for n in self._suspects if n in names]
+        rest = [n for n in names if n not in set(suspects)]
+        size = max(_BATCH, len(rest) // 8)
+        batches = [suspects] if suspects else []
+        batches += [rest[i : i + size] for i in range(0, len(rest), size)]
+        for batch in batches:
+            self.interpreted += len(batch)
+            check = _CompareMeaning(self._data, frozenset(batch), self.seed, self.rtol, self.atol)
+            try:
+                with PassContext(opt_level=0, config=self.config):
+                    check(mod)
+            except MeaningChanged as bad:
+                if bad.name not in self._suspects:
+                    self._suspects.append(bad.name)
+                # what comes before the first failure in module order was compared and found good
+                if bad.name in batch:
+                    self._good.update((n, keys[n]) for n in batch[: batch.index(bad.name)])
+                return bad.problem
+            self._good.update((n, keys[n]) for n in batch)
         return None
 
 
@@ -211,7 +315,7 @@ def bisect_pipeline(
     after every run. ``mod`` is not changed.
     """
     if check is None:
-        check = MeaningCheck(mod)
+        check = MeaningCheck(mod, config=worker_settings(config or {}))
     began = time.perf_counter()
     report = BisectReport(0)
 

@@ -27,7 +27,15 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "name", ["bench_parallel.py", "bench_overhead.py", "bench_cold.py", "bench_passes.py", "bench_serialization.py"]
+    "name",
+    [
+        "bench_parallel.py",
+        "bench_overhead.py",
+        "bench_cold.py",
+        "bench_passes.py",
+        "bench_serialization.py",
+        "bench_statistics.py",
+    ],
 )
 def test_help_describes_the_script(name: str) -> None:
     proc = run_script(name, "--help")
@@ -164,3 +172,10 @@ def test_bench_serialization_compares_msgspec_with_pickle() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "| msgspec encode: to_bytes (no cached bytes) |" in proc.stdout
     assert "| encode: pickle.dumps / to_bytes |" in proc.stdout
+
+
+def test_bench_statistics_prints_the_three_ratios() -> None:
+    proc = run_script("bench_statistics.py", "--functions", "12", "--repeat", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "off / stubbed: " in proc.stdout and "on / off: " in proc.stdout
+    assert run_script("bench_statistics.py", "--repeat", "0").returncode == 2
