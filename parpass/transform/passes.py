@@ -9,7 +9,6 @@ disabled_pass check; only a Sequential applies those to the passes it holds).
 from __future__ import annotations
 
 import abc
-import contextlib
 import functools
 import importlib
 import inspect
@@ -601,11 +600,10 @@ class Sequential(Pass):
                     j += 1
                 if len(chain) > 1:
                     observer = _ChainCallbacks(ctx, chain, mod) if ctx.instruments else None
-                    top = at_top_level()
-                    if top:
+                    if at_top_level():
                         for q in chain:
                             ctx.note_run(q.info)
-                    with inside_pass() if top else contextlib.nullcontext():
+                    with inside_pass():
                         mod = _run_chain(chain, mod, ctx, observer)
                     i = j
                     continue

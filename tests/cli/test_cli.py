@@ -480,6 +480,8 @@ def test_bench_tiny_with_json(tmp_path: Path) -> None:
     assert figures["identical"] is True and figures["repeat"] == 1
     assert figures["module"]["num_functions"] == 45
     assert len(figures["runs"]) == 1 + len(figures["worker_counts"])
+    assert figures["statistics"]["FoldConstant"]["folded"] > 0
+    assert all(run["statistics"] == figures["statistics"] for run in figures["runs"])
     names = [row["name"] for row in figures["summary"]["rows"]]
     for run in figures["runs"]:
         assert run["identical"] is True and run["wall"] > 0 and run["timed_wall"] > 0 and run["fused_wall"] > 0
