@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from parpass.ir import BaseFunc, IRModule, tir
+from parpass.ir import BaseFunc, IRModule
 from parpass.transform import Pass, PassContext, function_pass, module_pass, prim_func_pass, register_pass
 
 
@@ -71,25 +71,8 @@ def FailModule() -> Pass:
     return module_pass(run, opt_level=0, name="FailModule")  # type: ignore[no-any-return]
 
 
-def _break_one(func: tir.PrimFunc, mod: IRModule, ctx: PassContext) -> tir.PrimFunc:
-    """Miscompiles the PrimFunc named by $CLI_TEST_BREAK (global_symbol): adds 1 to the first element of
-    its last buffer after its body."""
-    if func.attrs.get("global_symbol") != os.environ.get("CLI_TEST_BREAK"):
-        return func
-    out = [p for p in func.params if isinstance(p, tir.Buffer)][-1]
-    zero = tuple(tir.IntImm("int32", 0) for _ in out.shape)
-    one = tir.IntImm(out.dtype, 1) if "int" in out.dtype else tir.FloatImm(out.dtype, 1.0)
-    bump = tir.BufferStore(out, tir.Add(tir.BufferLoad(out, zero), one), zero)
-    return tir.PrimFunc(func.params, tir.SeqStmt((func.body, bump)), attrs=func.attrs)
-
-
 def _leave_alone(func: BaseFunc, mod: IRModule, ctx: PassContext) -> BaseFunc:
     return func
-
-
-@register_pass("BreakOne")
-def BreakOne() -> Pass:
-    return prim_func_pass(_break_one, opt_level=0, name="BreakOne")  # type: ignore[no-any-return]
 
 
 @register_pass("LeaveAlone")

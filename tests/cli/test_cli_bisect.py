@@ -12,10 +12,12 @@ from parpass.ir import IRModule, PrimFunc, save
 from parpass.testing import random_module
 
 PARALLEL = ["--config", "parpass.parallel=always"]
+#: The README's wrong pass, MiscompileOne: it breaks the PrimFunc named by $PARPASS_MISCOMPILE.
+MISCOMPILE = str(Path(__file__).resolve().parents[2] / "examples" / "miscompile.py")
 
 
 def _broken_target(mod: IRModule) -> tuple[str, int]:
-    """A PrimFunc BreakOne can break (it has a global_symbol), and its place among LeaveAlone's targets."""
+    """A PrimFunc MiscompileOne can break (it has a global_symbol), and its place among LeaveAlone's targets."""
     targets = [n for n in mod.names() if isinstance(mod[n], PrimFunc) and not mod[n].attrs.get("SkipOptimization")]
     named = [n for n in targets if mod[n].attrs.get("global_symbol") == n]
     name = named[len(named) // 2]
@@ -72,17 +74,19 @@ def test_bisect_finds_the_broken_application_in_a_2000_function_module(tmp_path:
         "big.msgpack",
         "--load",
         USER_PASSES,
+        "--load",
+        MISCOMPILE,
         "-p",
-        "LeaveAlone,BreakOne,LeaveAlone",
+        "LeaveAlone,MiscompileOne,LeaveAlone",
         "--workers",
         "2",
         cwd=tmp_path,
-        env={"CLI_TEST_BREAK": name},
+        env={"PARPASS_MISCOMPILE": name},
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert f"parpass bisect: {3 * targets} pass applications;" in out
-    assert f"first bad application: ({targets + place + 1}) BreakOne on function {name!r}\n" in out
+    assert f"first bad application: ({targets + place + 1}) MiscompileOne on function {name!r}\n" in out
     assert f"meaning changed (seed 0): function {name!r}" in out
     before, after = out.split(f"--- function {name!r} before application")[1].split("+++")
     assert before.count("seq {") < after.count("seq {") or "+ 1" in after
@@ -100,26 +104,28 @@ def test_bisect_of_the_default_pipeline_with_a_check_command(small: Path) -> Non
         f"before, after = load({str(small / 'm.msgpack')!r}), load(sys.argv[1])\n"
         f"assert_same_meaning(before, after, {name!r})\n"
     )
-    spec = "InferType,FoldConstant,BreakOne,Simplify,DeadCodeElimination"
+    spec = "InferType,FoldConstant,MiscompileOne,Simplify,DeadCodeElimination"
     check = f"{sys.executable} {script}"
     proc = parpass(
         "bisect",
         "m.msgpack",
         "--load",
         USER_PASSES,
+        "--load",
+        MISCOMPILE,
         "-p",
         spec,
         "--check",
         check,
         cwd=small,
-        env={"CLI_TEST_BREAK": name},
+        env={"PARPASS_MISCOMPILE": name},
     )
     assert proc.returncode == 0, proc.stderr
-    assert f"BreakOne on function {name!r}\n" in proc.stdout
+    assert f"MiscompileOne on function {name!r}\n" in proc.stdout
     assert "check: the check command exited with status 1: AssertionError: meaning changed" in proc.stdout
     # the same with the interpreter as the check, and the numbers agree with opt's
     proc2 = parpass(
-        "bisect", "m.msgpack", "--load", USER_PASSES, "-p", spec, "-q", cwd=small, env={"CLI_TEST_BREAK": name}
+        "bisect", "m.msgpack", "--load", MISCOMPILE, "-p", spec, "-q", cwd=small, env={"PARPASS_MISCOMPILE": name}
     )
     assert proc2.returncode == 0 and proc2.stderr == ""
     first = proc.stdout.splitlines()[1]
@@ -130,6 +136,8 @@ def test_bisect_of_the_default_pipeline_with_a_check_command(small: Path) -> Non
         "m.msgpack",
         "--load",
         USER_PASSES,
+        "--load",
+        MISCOMPILE,
         "-p",
         spec,
         "--opt-bisect-limit",
@@ -137,9 +145,9 @@ def test_bisect_of_the_default_pipeline_with_a_check_command(small: Path) -> Non
         "-o",
         "x.msgpack",
         cwd=small,
-        env={"CLI_TEST_BREAK": name},
+        env={"PARPASS_MISCOMPILE": name},
     )
-    assert opt.stderr.splitlines()[number - 1] == f"BISECT: running pass ({number}) BreakOne on function ({name})"
+    assert opt.stderr.splitlines()[number - 1] == f"BISECT: running pass ({number}) MiscompileOne on function ({name})"
 
 
 def test_bisect_with_nothing_to_find(small: Path) -> None:
