@@ -31,6 +31,10 @@ examples:
 """
 
 
+#: Functions a module-level application changed that are shown before and after.
+_SHOWN = 3
+
+
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "bisect",
@@ -146,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
     out.write(f"to see it: the same pipeline under --opt-bisect-limit {bad.number} (bad) and {bad.number - 1} (good)\n")
     assert report.before is not None
     names = [bad.function] if bad.function is not None else _changed(report.before, report.after)
+    if len(names) > _SHOWN:
+        out.write(f"the module pass changed {len(names)} functions; the first {_SHOWN}, in module order:\n")
+        names = names[:_SHOWN]
     for name in names:
         out.write(f"\n--- function {name!r} before application {bad.number}\n")
         out.write(_function_text(report.before, name))

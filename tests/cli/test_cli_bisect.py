@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_cli import USER_PASSES, assert_usage_error, parpass
 
-from parpass.ir import IRModule, PrimFunc, save
+from parpass.ir import Function, IRModule, PrimFunc, save
 from parpass.testing import random_module
 
 PARALLEL = ["--config", "parpass.parallel=always"]
@@ -170,3 +170,27 @@ def test_bisect_usage_errors(small: Path) -> None:
         parpass("bisect", "m.msgpack", "--check", "true", "--check-format", "xyz", cwd=small), "--check-format xyz"
     )
     assert_usage_error(parpass("bisect", "missing.msgpack", cwd=small), "missing.msgpack")
+
+
+def test_bisect_names_a_module_pass_application(small: Path) -> None:
+    script = small / "untagged.py"
+    script.write_text("import sys\nfrom parpass.ir import load\nsys.exit('tagged' in load(sys.argv[1]).attrs)\n")
+    spec = "FoldConstant,TagModule,DeadCodeElimination"
+    proc = parpass(
+        "bisect",
+        "m.msgpack",
+        "--load",
+        USER_PASSES,
+        "-p",
+        spec,
+        "--check",
+        f"{sys.executable} {script}",
+        "-q",
+        cwd=small,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    mod = random_module(60, seed=7)
+    folded = [n for n in mod.names() if isinstance(mod[n], Function) and not mod[n].attrs.get("SkipOptimization")]
+    assert lines[1] == f"first bad application: ({len(folded) + 1}) TagModule on the module"  # after FoldConstant's
+    assert "the check command exited with status 1" in lines[2]
