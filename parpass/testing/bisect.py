@@ -318,11 +318,14 @@ def bisect_pipeline(
         check = MeaningCheck(mod, config=worker_settings(config or {}))
     began = time.perf_counter()
     report = BisectReport(0)
+    # The applications below a probe's limit are those of earlier probes: their results are reused.
+    memo: dict[tuple[object, ...], tuple[IRModule, IRModule]] = {}
 
     def probe(limit: int) -> tuple[IRModule | None, str | None, tuple[BisectDecision, ...]]:
         start = time.perf_counter()
         settings = {**(config or {}), BISECT_LIMIT: limit, BISECT_PRINT: False}
         ctx = PassContext(opt_level, required_pass, disabled_pass, config=settings)
+        ctx.memoize_applications(memo)
         out: IRModule | None = None
         try:
             with ctx:

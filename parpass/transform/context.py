@@ -110,6 +110,7 @@ class PassContext:
         "_counting",
         "_disabled",
         "_instruments",
+        "_memo",
         "_opt_level",
         "_required",
         "_required_set",
@@ -136,6 +137,7 @@ class PassContext:
         self._statistics = PassStatistics()
         self._counting = bool(self._config[PASS_STATISTICS])
         self._bisect: BisectState | None = None
+        self._memo: dict[tuple[object, ...], tuple[IRModule, IRModule]] | None = None
 
     # ------------------------------------------------------------ fields
 
@@ -181,6 +183,23 @@ class PassContext:
                 return None
             self._bisect = BisectState(limit, bool(self._config[BISECT_PRINT]))
         return self._bisect
+
+    def memoize_applications(self, memo: dict[tuple[object, ...], tuple[IRModule, IRModule]]) -> None:
+        """Reuse, under this context, what a top-level pass application returned under any context sharing
+        ``memo``: the same pass object on the same module object with the same opt-bisect decisions gives the
+        same module (passes are deterministic), so it is not run again.
+
+        For tools that run one pipeline many times on one module (``parpass bisect``). A reused application
+        gets no instrument callbacks and counts no statistics, so a context with instruments is refused.
+        """
+        if self._instruments:
+            raise ValueError("memoize_applications: a context with instruments would miss their callbacks")
+        self._memo = memo
+
+    @property
+    def application_memo(self) -> dict[tuple[object, ...], tuple[IRModule, IRModule]] | None:
+        """The memo of :meth:`memoize_applications`, if one was given."""
+        return self._memo
 
     def note_run(self, info: PassInfo) -> None:
         """Record that a pass runs at the top level (the statistics list it, in the order passes ran)."""

@@ -146,13 +146,23 @@ class Pass(abc.ABC):
             return self._run_instrumented(self, mod, ctx)
         runner: Pass | None = self
         gate = ctx.bisect_state()
+        decided = (0, 0)  # the opt-bisect numbers this application took, and how many of them run
         if gate is not None and not ctx.is_required(info.name):
+            first = gate.count
             runner = self._bisected(mod, gate)
+            decided = (first, min(gate.limit, gate.count) - first)
         if runner is None:
             return mod
+        memo = ctx.application_memo
+        key = (self, id(mod), *decided)
+        if memo is not None and key in memo:
+            return memo[key][1]
         ctx.note_run(info)
         with inside_pass():
-            return self._run_instrumented(runner, mod, ctx)
+            ret = self._run_instrumented(runner, mod, ctx)
+        if memo is not None:
+            memo[key] = (mod, ret)  # the input kept alive, so that its id names it
+        return ret
 
     def _run_instrumented(self, runner: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
         """``runner``'s body (this pass, or what opt-bisect left of it) between this pass's instrument callbacks."""

@@ -157,3 +157,34 @@ def test_fusion_is_off_under_bisect_and_the_output_is_the_same(mod: IRModule) ->
 def test_a_bad_limit_is_refused() -> None:
     with pytest.raises(PassConfigError, match=r"parpass\.bisect_limit"):
         PassContext(config={"parpass.bisect_limit": -2})
+
+
+def test_memoized_applications_are_reused_not_run_again(mod: IRModule) -> None:
+    calls: list[str] = []
+
+    @module_pass(opt_level=0, name="Counted")
+    def counted(m: IRModule, ctx: PassContext) -> IRModule:
+        calls.append("Counted")
+        return m.with_attr("counted", len(calls))
+
+    pipeline = Sequential([tag_a, counted, tag_p])
+    memo: dict = {}
+
+    def run(limit: int) -> IRModule:
+        ctx = PassContext(
+            config={"parpass.bisect_limit": limit, "parpass.bisect_print": False, "parpass.num_workers": 1}
+        )
+        ctx.memoize_applications(memo)
+        with ctx:
+            return pipeline(mod)  # type: ignore[no-any-return]
+
+    everything = run(10**9)
+    assert calls == ["Counted"]
+    assert run(10**9) is everything and calls == ["Counted"]  # nothing ran again
+    n = len(_targets(mod, relax.Function))
+    partial = run(n + 2)  # TagA and Counted as before (reused), TagP on one function only (new)
+    assert calls == ["Counted"]
+    assert partial.attrs["counted"] == 1
+    assert sum(1 for name in partial.names() if partial[name].attrs.get("p")) == 1
+    with pytest.raises(ValueError, match="instruments"):
+        PassContext(instruments=[PassInstrument()]).memoize_applications(memo)
