@@ -30,4 +30,4 @@ def _miscompile_one(func: tir.PrimFunc, mod: IRModule, ctx: PassContext) -> tir.
 @register_pass("MiscompileOne")
 def MiscompileOne() -> Pass:
     """The wrong pass (PrimFunc level, opt_level 0)."""
-    return prim_func_pass(_miscompile_one, opt_level=0, name="MiscompileOne")  # type: ignore[no-any-return]
+    return prim_func_pass(_miscompile_one, opt_level=0, name="MiscompileOne")

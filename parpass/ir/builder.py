@@ -87,7 +87,7 @@ def _check_expr(value: object, what: str) -> relax.Expr:
     if not isinstance(value, _EXPR_TYPES):
         hint = "; wrap numbers and arrays with const(value, dtype)" if not isinstance(value, Node) else ""
         raise TypeError(f"{what} must be a dataflow expression, got {type(value).__name__} {value!r}{hint}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _check_arity(op_name: str, nargs: int) -> None:
@@ -413,7 +413,7 @@ class FunctionBuilder:
             rule = get_op(node.op.name).infer_type
             if rule is None or any(k is None for k in kid_types):
                 return None
-            return rule(kid_types, node.attrs)  # type: ignore[no-any-return]
+            return rule(kid_types, node.attrs)
         return None
 
     # ------------------------------------------------------------ building

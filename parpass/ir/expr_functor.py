@@ -689,7 +689,7 @@ class ExprMutator(_RelaxFunctor):
     @_default
     def visit_function(self, func: Function) -> Function:
         """A function: parameters, body and return type, in a fresh memo; same object if unchanged."""
-        return self._in_new_scope(self._mutate_function, func)  # type: ignore[no-any-return]
+        return self._in_new_scope(self._mutate_function, func)
 
     def _mutate_param(self, p: Param) -> Param:
         var = self.visit_var_def(p.var)

@@ -926,7 +926,7 @@ class _Parser:
                 value = relax.SeqExpr(tuple(frame[2]), value)
                 if not stack:
                     self.i = i
-                    return value  # type: ignore[no-any-return]
+                    return value
                 frame = stack[-1]  # an _IF
                 if frame[2] is None:
                     frame[2] = value
@@ -1139,7 +1139,7 @@ class _Parser:
                 else:
                     body = items[0] if len(items) == 1 else tir.SeqStmt(tuple(items))
                     if kind == _S_ROOT:
-                        return body  # type: ignore[no-any-return]
+                        return body
                     if kind == _S_FOR:
                         stmt = tir.For(frame[2], frame[3], frame[4], frame[5], body, frame[6])
                     elif kind == _S_LET:
@@ -1511,7 +1511,7 @@ def parse(text: str, filename: str = "<string>") -> IRModule:
 
     ``filename`` names the text in error messages. Raises :class:`ParseError`.
     """
-    return _run(text, filename, "module")  # type: ignore[no-any-return]
+    return _run(text, filename, "module")
 
 
 def parse_function(text: str, filename: str = "<string>") -> BaseFunc:
@@ -1519,7 +1519,7 @@ def parse_function(text: str, filename: str = "<string>") -> BaseFunc:
 
     A leading ``@name =`` (as in a module) is accepted and ignored. Raises :class:`ParseError`.
     """
-    return _run(text, filename, "function")  # type: ignore[no-any-return]
+    return _run(text, filename, "function")
 
 
 def parse_text(text: str, filename: str = "<string>") -> IRObject:

@@ -448,7 +448,7 @@ class _Printer:
             if type(it) is str:
                 out.append(it)
             else:
-                it[0](it[1], it[2])  # type: ignore[index,operator]
+                it[0](it[1], it[2])  # type: ignore[operator]
 
     def push(self, parts: list[_Item]) -> None:
         self.stack.extend(reversed(parts))

@@ -404,8 +404,8 @@ class StmtExprMutator(_TirFunctor):
         a = self.visit_expr(op.a)
         b = self.visit_expr(op.b)
         if a is op.a and b is op.b:
-            return op  # type: ignore[no-any-return]
-        return type(op)(a, b)  # type: ignore[no-any-return]
+            return op
+        return type(op)(a, b)
 
     visit_add_ = visit_sub_ = visit_mul_ = visit_floor_div_ = visit_floor_mod_ = _mutate_binary
     visit_min_ = visit_max_ = visit_eq_ = visit_ne_ = visit_lt_ = visit_le_ = _mutate_binary
@@ -531,10 +531,10 @@ class StmtExprMutator(_TirFunctor):
     @_default
     def visit_prim_func(self, func: PrimFunc) -> PrimFunc:
         """A function: its buffer parameters, then its body, in a fresh memo; same object if unchanged."""
-        return self._in_new_scope(self._mutate_prim_func, func)  # type: ignore[no-any-return]
+        return self._in_new_scope(self._mutate_prim_func, func)
 
     def _param(self, p: Var | Buffer) -> Var | Buffer:
-        return self._buffer(p) if type(p) is Buffer else p  # type: ignore[no-any-return]
+        return self._buffer(p) if type(p) is Buffer else p
 
     def _mutate_prim_func(self, func: PrimFunc) -> PrimFunc:
         params = _visit_each(self._param, func.params)

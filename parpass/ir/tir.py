@@ -66,14 +66,14 @@ class PrimExprBase(_TirNode, frozen=True, gc=False):
 class IntImm(PrimExprBase, frozen=True, gc=False):
     """An integer (or boolean) immediate."""
 
-    dtype: str  # type: ignore[assignment]
+    dtype: str
     value: int
 
 
 class FloatImm(PrimExprBase, frozen=True, gc=False):
     """A floating-point immediate."""
 
-    dtype: str  # type: ignore[assignment]
+    dtype: str
     value: float
 
 
@@ -82,7 +82,7 @@ class Var(PrimExprBase, frozen=True, gc=False):
 
     vid: int
     name_hint: str
-    dtype: str = "int32"  # type: ignore[assignment]
+    dtype: str = "int32"
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -180,7 +180,7 @@ class Select(PrimExprBase, frozen=True, gc=False):
 class Cast(PrimExprBase, frozen=True, gc=False):
     """``value`` converted to ``dtype``."""
 
-    dtype: str  # type: ignore[assignment]
+    dtype: str
     value: PrimExpr
 
     __child_fields__ = ("value",)
@@ -189,7 +189,7 @@ class Cast(PrimExprBase, frozen=True, gc=False):
 class Call(PrimExprBase, frozen=True, gc=False):
     """A call of an intrinsic (``"exp"``, ``"sqrt"``, ...) by name, returning ``dtype``."""
 
-    dtype: str  # type: ignore[assignment]
+    dtype: str
     op: str
     args: tuple[PrimExpr, ...]
 
@@ -417,7 +417,7 @@ class PrimFunc(BaseFunc, frozen=True, gc=False, tag="PrimFunc"):
         super().__post_init__()
         table = buffer_sharing.table
         if table:  # the body's buffers are shared already: the parameters join them
-            params = tuple(table.get(p, p) if type(p) is Buffer else p for p in self.params)  # type: ignore[arg-type]
+            params = tuple(table.get(p, p) if type(p) is Buffer else p for p in self.params)
             if any(a is not b for a, b in zip(params, self.params, strict=True)):
                 msgspec.structs.force_setattr(self, "params", params)
 
@@ -472,7 +472,7 @@ def expr_dtype(expr: PrimExpr) -> str:
 def convert(value: PrimExprLike, like: PrimExprBase | None = None, dtype: str | None = None) -> PrimExpr:
     """``value`` as a PrimExpr; Python numbers take ``dtype``, or the dtype of ``like``."""
     if isinstance(value, PrimExprBase):
-        return value  # type: ignore[return-value]
+        return value
     if dtype is None and like is not None:
         dtype = like.dtype.split("x")[0]
     if isinstance(value, bool):

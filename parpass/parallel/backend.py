@@ -105,7 +105,7 @@ class PoolLost(BrokenPool):  # type: ignore[misc,valid-type]
         return (type(self), (str(self), self.generation, self.dead, self.exit_codes))
 
 
-class Task(Future):  # type: ignore[type-arg]
+class Task(Future):
     """A future of a backend, which also says which pool (``generation``) runs it."""
 
     def __init__(self, generation: int) -> None:

@@ -107,8 +107,8 @@ class Capture:
             root.setLevel(saved_level)
 
         stack.callback(restore_logging)
-        stack.enter_context(contextlib.redirect_stdout(_StreamRecorder("stdout", self)))  # type: ignore[type-var]
-        stack.enter_context(contextlib.redirect_stderr(_StreamRecorder("stderr", self)))  # type: ignore[type-var]
+        stack.enter_context(contextlib.redirect_stdout(_StreamRecorder("stdout", self)))
+        stack.enter_context(contextlib.redirect_stderr(_StreamRecorder("stderr", self)))
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("always")
         warnings.showwarning = self._record_warning

@@ -121,7 +121,7 @@ def pack_passes(passes: Sequence[FunctionLevelPass]) -> bytes:
         for name, entry in list(linecache.cache.items())
         if len(entry) == 4 and entry[1] is None and name.encode("utf-8", "surrogatepass") in pickled
     }
-    return cloudpickle.dumps((pickled, sources))  # type: ignore[no-any-return]
+    return cloudpickle.dumps((pickled, sources))
 
 
 class _Wave:

@@ -116,4 +116,4 @@ def _canonicalize_bindings(func: Function, mod: IRModule, ctx: PassContext) -> F
 @register_pass("CanonicalizeBindings")
 def CanonicalizeBindings() -> Pass:
     """The CanonicalizeBindings pass (function level, opt_level 1): copy propagation and tuple round trips."""
-    return function_pass(_canonicalize_bindings, opt_level=1, name="CanonicalizeBindings")  # type: ignore[no-any-return]
+    return function_pass(_canonicalize_bindings, opt_level=1, name="CanonicalizeBindings")

@@ -88,7 +88,7 @@ class _CommonSubexprEliminator(ExprMutator):
         args = tuple(remap.get(a.vid, a) if type(a) is Var else a for a in call.args)
         if all(a is b for a, b in zip(args, call.args, strict=True)):
             return call
-        return Call(call.op, args, call.attrs)  # type: ignore[arg-type]
+        return Call(call.op, args, call.attrs)
 
 
 def _key(call: Call) -> Hashable | None:
@@ -140,4 +140,4 @@ def _eliminate_common_subexpr(func: Function, mod: IRModule, ctx: PassContext) -
 @register_pass("EliminateCommonSubexpr")
 def EliminateCommonSubexpr() -> Pass:
     """The EliminateCommonSubexpr pass (function level, opt_level 2): one binding per distinct pure op call."""
-    return function_pass(_eliminate_common_subexpr, opt_level=2, name="EliminateCommonSubexpr")  # type: ignore[no-any-return]
+    return function_pass(_eliminate_common_subexpr, opt_level=2, name="EliminateCommonSubexpr")

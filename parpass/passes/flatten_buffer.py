@@ -206,14 +206,14 @@ class _Flattener(StmtExprMutator):
     def visit_buffer_load_(self, op: BufferLoad) -> PrimExpr:
         layout = self.layout(op.buffer)
         if layout is None:
-            return super().visit_buffer_load_(op)  # type: ignore[no-any-return]
+            return super().visit_buffer_load_(op)
         indices = tuple(self.visit_expr(i) for i in op.indices)
         return BufferLoad(layout[0], (_flat_index(indices, layout[1]),))
 
     def visit_buffer_store_(self, op: BufferStore) -> Stmt:
         layout = self.layout(op.buffer)
         if layout is None:
-            return super().visit_buffer_store_(op)  # type: ignore[no-any-return]
+            return super().visit_buffer_store_(op)
         indices = tuple(self.visit_expr(i) for i in op.indices)
         return BufferStore(layout[0], self.visit_expr(op.value), (_flat_index(indices, layout[1]),))
 
@@ -234,4 +234,4 @@ def _flatten_buffer(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:
 @register_pass("FlattenBuffer")
 def FlattenBuffer() -> Pass:
     """Flatten multi-dimensional buffers of every PrimFunc (see :mod:`parpass.passes.flatten_buffer`)."""
-    return prim_func_pass(_flatten_buffer, opt_level=0, name="FlattenBuffer")  # type: ignore[no-any-return]
+    return prim_func_pass(_flatten_buffer, opt_level=0, name="FlattenBuffer")

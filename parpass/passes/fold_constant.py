@@ -203,4 +203,4 @@ def FoldConstant() -> Pass:
 
     Returns the same function object when nothing folds.
     """
-    return function_pass(_fold_constant, opt_level=2, name="FoldConstant")  # type: ignore[no-any-return]
+    return function_pass(_fold_constant, opt_level=2, name="FoldConstant")

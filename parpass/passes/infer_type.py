@@ -121,7 +121,7 @@ class _Signatures:
         """The return type of Function ``name``: its ``ret_type``, else the type inferred from its body."""
         func: Any = self.mod[name]
         if func.ret_type is not None:
-            return func.ret_type  # type: ignore[no-any-return]
+            return func.ret_type
         memo = self.inferred
         if name in memo:
             return memo[name]
@@ -334,7 +334,7 @@ class _TypeInferrer(ExprMutator):
         ty = self.types.get(var.vid, _UNDEFINED)
         if ty is _UNDEFINED:
             raise self.error(f"%{var.name_hint} (vid {var.vid}) is used before it is defined")
-        return ty  # type: ignore[no-any-return]
+        return ty
 
     def item_type(self, item: TupleGetItem, tuple_ty: Type | None) -> Type | None:
         if tuple_ty is None:
@@ -362,7 +362,7 @@ class _TypeInferrer(ExprMutator):
                     ty = rule(arg_types, attrs)
                 except TypeError as err:
                     raise self.error(str(err)) from err
-                memo[key] = ty  # type: ignore[assignment]
+                memo[key] = ty
             return ty
         name = callee.name_hint  # type: ignore[union-attr]
         try:

@@ -134,7 +134,7 @@ class _NoOpRemover(StmtExprMutator):
             and _pure(*op.indices)
         ):
             return self._removed()  # buf[i] = buf[i]
-        return super().visit_buffer_store_(op)  # type: ignore[no-any-return]
+        return super().visit_buffer_store_(op)
 
     def visit_seq_stmt_(self, op: SeqStmt) -> Stmt:
         self.removed += sum(1 for s in op.seq if is_no_op(s))  # the input's own no-ops: _seq drops them
@@ -145,7 +145,7 @@ class _NoOpRemover(StmtExprMutator):
         empty = type(op.extent) is IntImm and op.extent.value <= 0
         if (empty or is_no_op(self.visit_stmt(op.body))) and _pure(op.min, op.extent):
             return self._removed()
-        return super().visit_for_(op)  # type: ignore[no-any-return]
+        return super().visit_for_(op)
 
     @post_order
     def visit_if_then_else_(self, op: IfThenElse) -> Stmt:
@@ -172,13 +172,13 @@ class _NoOpRemover(StmtExprMutator):
     def visit_let_stmt_(self, op: LetStmt) -> Stmt:
         if is_no_op(self.visit_stmt(op.body)) and _pure(op.value):
             return self._removed()
-        return super().visit_let_stmt_(op)  # type: ignore[no-any-return]
+        return super().visit_let_stmt_(op)
 
     @post_order
     def visit_allocate_(self, op: Allocate) -> Stmt:
         if is_no_op(self.visit_stmt(op.body)):
             return self._removed()
-        return super().visit_allocate_(op)  # type: ignore[no-any-return]
+        return super().visit_allocate_(op)
 
 
 class _CountUses(StmtExprVisitor):
@@ -211,7 +211,7 @@ class _UnusedLetRemover(StmtExprMutator):
                 self.uses[vid] -= n
             self.removed += 1
             return self.visit_stmt(op.body)
-        return super().visit_let_stmt_(op)  # type: ignore[no-any-return]
+        return super().visit_let_stmt_(op)
 
     def visit_seq_stmt_(self, op: SeqStmt) -> Stmt:
         return _seq(op, [self.visit_stmt(s) for s in op.seq])
@@ -258,4 +258,4 @@ def _remove_no_op(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:
 @register_pass("RemoveNoOp")
 def RemoveNoOp() -> Pass:
     """Remove statements without effect from every PrimFunc (see :mod:`parpass.passes.remove_no_op`)."""
-    return prim_func_pass(_remove_no_op, opt_level=0, name="RemoveNoOp")  # type: ignore[no-any-return]
+    return prim_func_pass(_remove_no_op, opt_level=0, name="RemoveNoOp")

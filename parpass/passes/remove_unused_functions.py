@@ -56,4 +56,4 @@ def _remove_unused_functions(mod: IRModule, ctx: PassContext) -> IRModule:
 @register_pass("RemoveUnusedFunctions")
 def RemoveUnusedFunctions() -> Pass:
     """The RemoveUnusedFunctions pass (module level, opt_level 1): keeps what the entry points reach."""
-    return module_pass(_remove_unused_functions, opt_level=1, name="RemoveUnusedFunctions")  # type: ignore[no-any-return]
+    return module_pass(_remove_unused_functions, opt_level=1, name="RemoveUnusedFunctions")

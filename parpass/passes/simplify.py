@@ -437,9 +437,9 @@ class Arith:
         """The representative immediate of ``value`` in scalar ``dtype``."""
         if dtype in _FLOATS:
             v = float(value)
-            return self._make(FloatImm, leaf=(dtype, v.hex()), build=lambda: FloatImm(dtype, v))  # type: ignore[no-any-return]
+            return self._make(FloatImm, leaf=(dtype, v.hex()), build=lambda: FloatImm(dtype, v))
         iv = int(value)
-        return self._make(IntImm, leaf=(dtype, iv), build=lambda: IntImm(dtype, iv))  # type: ignore[no-any-return]
+        return self._make(IntImm, leaf=(dtype, iv), build=lambda: IntImm(dtype, iv))
 
     def _digest(self, sid: int) -> int:
         """A deterministic 64-bit digest of the structure with id ``sid`` (iterative)."""
@@ -694,7 +694,7 @@ class Arith:
         for e, k in zip(es, kids, strict=True):
             if e is not k:  # an operand changed (structurally: equal results keep their identity)
                 return self._rebuild(node, es)
-        return node  # type: ignore[no-any-return]
+        return node
 
     def _same(self, node: PrimExpr, out: PrimExpr) -> PrimExpr:
         """``node`` itself when ``out`` is structurally equal to it (keeps identity)."""
@@ -705,32 +705,30 @@ class Arith:
     def _rebuild(self, node: Any, es: list[PrimExpr]) -> PrimExpr:
         kind = type(node)
         if kind in _BINARY_SET:
-            return self._make(kind, es[0], es[1])  # type: ignore[no-any-return]
+            return self._make(kind, es[0], es[1])
         if kind is Not:
-            return self._make(Not, es[0])  # type: ignore[no-any-return]
+            return self._make(Not, es[0])
         if kind is Select:
-            return self._make(Select, *es)  # type: ignore[no-any-return]
+            return self._make(Select, *es)
         if kind is Cast:
-            return self._make(Cast, es[0], leaf=(node.dtype,), build=lambda: Cast(node.dtype, es[0]))  # type: ignore[no-any-return]
+            return self._make(Cast, es[0], leaf=(node.dtype,), build=lambda: Cast(node.dtype, es[0]))
         if kind is Call:
-            return self._make(  # type: ignore[no-any-return]
-                Call, *es, leaf=(node.dtype, node.op), build=lambda: Call(node.dtype, node.op, tuple(es))
-            )
+            return self._make(Call, *es, leaf=(node.dtype, node.op), build=lambda: Call(node.dtype, node.op, tuple(es)))
         if kind is Ramp:
             return self.ramp(es[0], es[1], node.lanes)
         if kind is Broadcast:
             return self.broadcast(es[0], node.lanes)
         if kind is BufferLoad:
-            return self._make(  # type: ignore[no-any-return]
+            return self._make(
                 BufferLoad, *es, leaf=self._leaf_key(node), build=lambda: BufferLoad(node.buffer, tuple(es))
             )
         raise TypeError(f"Simplify: cannot rebuild a {kind.__name__}")
 
     def ramp(self, base: PrimExpr, stride: PrimExpr, lanes: int) -> PrimExpr:
-        return self._make(Ramp, base, stride, leaf=(lanes,), build=lambda: Ramp(base, stride, lanes))  # type: ignore[no-any-return]
+        return self._make(Ramp, base, stride, leaf=(lanes,), build=lambda: Ramp(base, stride, lanes))
 
     def broadcast(self, value: PrimExpr, lanes: int) -> PrimExpr:
-        return self._make(Broadcast, value, leaf=(lanes,), build=lambda: Broadcast(value, lanes))  # type: ignore[no-any-return]
+        return self._make(Broadcast, value, leaf=(lanes,), build=lambda: Broadcast(value, lanes))
 
     def _scalar(self, kind: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
         """``kind(a, b)`` on scalar operands, simplified."""
@@ -803,7 +801,7 @@ class Arith:
             if decided is not None:
                 return self.const("bool", int(decided))
             if ca is not None and cb is None:  # constant on the right
-                return self._make(_MIRRORED[kind], b, a)  # type: ignore[no-any-return]
+                return self._make(_MIRRORED[kind], b, a)
         return None
 
     def _compare(self, kind: type, ra: Result, rb: Result, dtype: str) -> bool | None:
@@ -897,7 +895,7 @@ class Arith:
             if fa == 0.0:
                 return b
             if fa is not None:  # constant on the right (commuting is exact)
-                return self._make(Add, b, a)  # type: ignore[no-any-return]
+                return self._make(Add, b, a)
         elif kind is Sub:
             if fb == 0.0:
                 return a
@@ -907,12 +905,12 @@ class Arith:
             if fa == 1.0:
                 return b
             if fa is not None:
-                return self._make(Mul, b, a)  # type: ignore[no-any-return]
+                return self._make(Mul, b, a)
         elif kind is Min or kind is Max:
             if self.sid(a) == self.sid(b):
                 return a
         elif kind in _COMPARES and fa is not None and fb is None:
-            return self._make(_MIRRORED[kind], b, a)  # type: ignore[no-any-return]
+            return self._make(_MIRRORED[kind], b, a)
         return None
 
     def _float_const(self, dtype: str, value: Any) -> PrimExpr | None:
@@ -942,7 +940,7 @@ class Arith:
         if kind is IntImm:
             return self.const("bool", 1 - int(bool(a.value)))
         if kind is Not:
-            return a.a  # type: ignore[no-any-return]
+            return a.a
         if kind in _NEGATED and "x" not in self.dtype_of(a.a):
             operand = self.dtype_of(a.a)
             if operand in _RANGE or operand == "bool" or kind is EQ or kind is NE:
@@ -1120,7 +1118,7 @@ class _StmtSimplifier:
                 return (taken,) if taken is not None else ()
             return (s.then_case,) if s.else_case is None else (s.then_case, s.else_case)
         if kind is SeqStmt:
-            return s.seq  # type: ignore[no-any-return]
+            return s.seq
         if kind is Allocate:
             return (s.body,)
         if kind is BufferStore or kind is Evaluate:
@@ -1134,13 +1132,13 @@ class _StmtSimplifier:
             indices = tuple(simplify(i) for i in s.indices)
             rewritten = (value is not s.value) + sum(x is not y for x, y in zip(indices, s.indices, strict=True))
             if not rewritten:
-                return s  # type: ignore[no-any-return]
+                return s
             self.simplified += rewritten
             return BufferStore(s.buffer, value, indices)
         if kind is Evaluate:
             value = simplify(s.value)
             if value is s.value:
-                return s  # type: ignore[no-any-return]
+                return s
             self.simplified += 1
             return Evaluate(value)
         if kind is SeqStmt:
@@ -1156,7 +1154,7 @@ class _StmtSimplifier:
                 elif r is not _REMOVED:
                     out.append(r)
             if not changed:
-                return s  # type: ignore[no-any-return]
+                return s
             if not out:
                 return _REMOVED
             return out[0] if len(out) == 1 else SeqStmt(tuple(out))
@@ -1171,7 +1169,7 @@ class _StmtSimplifier:
                 return body  # extent 1: the loop variable was substituted by ``min``
             rewritten = (lo is not s.min) + (extent is not s.extent)
             if not rewritten and body is s.body:
-                return s  # type: ignore[no-any-return]
+                return s
             self.simplified += rewritten
             return For(s.loop_var, lo, extent, s.kind, body, s.annotations)
         if kind is IfThenElse:
@@ -1192,7 +1190,7 @@ class _StmtSimplifier:
                 self.simplified += 1  # the condition, negated
                 return IfThenElse(simplify(Not(cond)), else_case)
             if cond is s.condition and then_case is s.then_case and else_case is s.else_case:
-                return s  # type: ignore[no-any-return]
+                return s
             self.simplified += cond is not s.condition
             return IfThenElse(cond, then_case, else_case)
         if kind is LetStmt:
@@ -1202,7 +1200,7 @@ class _StmtSimplifier:
                 return body
             value = simplify(s.value)
             if value is s.value and body is s.body:
-                return s  # type: ignore[no-any-return]
+                return s
             self.simplified += value is not s.value
             return LetStmt(s.var, value, body)
         if kind is Allocate:
@@ -1210,7 +1208,7 @@ class _StmtSimplifier:
             if body is _REMOVED:
                 self.removed += 1
                 return _REMOVED
-            return s if body is s.body else Allocate(s.buffer, body)  # type: ignore[no-any-return]
+            return s if body is s.body else Allocate(s.buffer, body)
         raise TypeError(f"Simplify: {kind.__name__} is not a loop-level statement")
 
 
@@ -1239,4 +1237,4 @@ def _simplify(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:
 @register_pass("Simplify")
 def Simplify() -> Pass:
     """Arithmetic simplification of every PrimFunc (see :mod:`parpass.passes.simplify`)."""
-    return prim_func_pass(_simplify, opt_level=0, name="Simplify")  # type: ignore[no-any-return]
+    return prim_func_pass(_simplify, opt_level=0, name="Simplify")

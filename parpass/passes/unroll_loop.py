@@ -270,7 +270,7 @@ class _Renamer(StmtExprMutator):
         new = super().visit_for_(op)
         var = self.new_vars.get(op.loop_var.vid)
         if var is None or type(new) is not For:
-            return new  # type: ignore[no-any-return]
+            return new
         return For(var, new.min, new.extent, new.kind, new.body, new.annotations)
 
     @post_order
@@ -278,7 +278,7 @@ class _Renamer(StmtExprMutator):
         new = super().visit_let_stmt_(op)
         var = self.new_vars.get(op.var.vid)
         if var is None or type(new) is not LetStmt:
-            return new  # type: ignore[no-any-return]
+            return new
         return LetStmt(var, new.value, new.body)
 
 
@@ -310,7 +310,7 @@ class _Unroller(StmtExprMutator):
         if decision == _MARK and type(new) is For:
             self.marked += 1
             return For(new.loop_var, new.min, new.extent, ForKind.UNROLLED, new.body, new.annotations)
-        return new  # type: ignore[no-any-return]
+        return new
 
     def visit_seq_stmt_(self, op: SeqStmt) -> Stmt:
         """Splices the copies of an unrolled loop into the enclosing sequence."""
@@ -384,9 +384,7 @@ def UnrollLoop(**overrides: Any) -> Pass:
         except PassConfigError as err:
             raise type(err)(f"UnrollLoop({', '.join(f'{k}=...' for k in overrides)}): {err}") from None
         overrides = {key: getattr(checked, key) for key in overrides}
-    return prim_func_pass(  # type: ignore[no-any-return]
-        functools.partial(_unroll_loop, overrides=overrides), opt_level=0, name="UnrollLoop"
-    )
+    return prim_func_pass(functools.partial(_unroll_loop, overrides=overrides), opt_level=0, name="UnrollLoop")
 
 
 # The options it takes as ``**overrides``, spelled out for pipeline specs (which check names and values against a

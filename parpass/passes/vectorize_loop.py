@@ -109,7 +109,7 @@ def _fold(kind: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
         return a
     if kind is not Sub and type(a) is IntImm and a.value == (1 if kind is Mul else 0):
         return b
-    return kind(a, b)  # type: ignore[no-any-return]
+    return kind(a, b)
 
 
 _kids = tir.operands
@@ -173,20 +173,20 @@ class _LoopVectorizer:
                 raise _Fallback("the body already holds vectors")
             new = self.env.get(node.vid)
             if new is None:
-                return node  # type: ignore[no-any-return]
+                return node
             if type(new) is Ramp or type(new) is Broadcast or (type(new) is Var and "x" in new.dtype):
                 self.vectors.add(id(new))
             self.keep.append(new)
             return new
         if kind is IntImm or kind is FloatImm:
-            return node  # type: ignore[no-any-return]
+            return node
         if kind is Ramp or kind is Broadcast or ((kind is Cast or kind is Call) and "x" in node.dtype):
             raise _Fallback("the body already holds vectors (is a vectorized loop nested?)")
         if not any(self.is_vector(v) for v in vals):  # loop-invariant
             out = node if all(v is k for v, k in zip(vals, kids, strict=True)) else self._rebuild(node, vals)
             if kind is BufferLoad:
                 self.loads.append((node.buffer, tuple(vals)))
-            return out  # type: ignore[no-any-return]
+            return out
         n = self.lanes
         if kind in (Add, Sub, Mul):
             ramp = self._ramp_arith(kind, vals[0], vals[1])
@@ -234,7 +234,7 @@ class _LoopVectorizer:
     def _rebuild(node: Any, vals: list[PrimExpr]) -> PrimExpr:
         kind = type(node)
         if kind in _BINARY:
-            return kind(vals[0], vals[1])  # type: ignore[no-any-return]
+            return kind(vals[0], vals[1])
         if kind is Not:
             return Not(vals[0])
         if kind is Select:
@@ -317,7 +317,7 @@ class _LoopVectorizer:
             return BufferStore(s.buffer, self.vector(self.expr(s.value)), indices)
         if kind is Evaluate:
             value = self.expr(s.value)
-            return s if value is s.value else Evaluate(value)  # type: ignore[no-any-return]
+            return s if value is s.value else Evaluate(value)
         if kind is SeqStmt:
             return SeqStmt(tuple(done[id(x)] for x in s.seq))
         if kind is IfThenElse:
@@ -419,7 +419,7 @@ class _Vectorizer(StmtExprMutator):
     def visit_for_(self, op: For) -> Stmt:
         new = super().visit_for_(op)
         if op.kind != ForKind.VECTORIZED or type(new) is not For:
-            return new  # type: ignore[no-any-return]
+            return new
         extent = new.extent
         n = int(extent.value) if type(extent) is IntImm and extent.dtype != "bool" else 0
         if n == 1:
@@ -456,4 +456,4 @@ def _vectorize_loop(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:
 @register_pass("VectorizeLoop")
 def VectorizeLoop() -> Pass:
     """Vectorize the ``vectorized`` loops of every PrimFunc (see :mod:`parpass.passes.vectorize_loop`)."""
-    return prim_func_pass(_vectorize_loop, opt_level=0, name="VectorizeLoop")  # type: ignore[no-any-return]
+    return prim_func_pass(_vectorize_loop, opt_level=0, name="VectorizeLoop")

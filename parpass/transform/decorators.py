@@ -22,12 +22,14 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, TypeVar, Union, overload
 
 from parpass.transform.pass_info import PassInfo, check_opt_level, check_pass_names
 from parpass.transform.passes import FunctionPass, ModulePass, Pass, PrimFuncPass, check_pass_func
 
-__all__ = ["function_pass", "module_pass", "prim_func_pass"]
+__all__ = ["PassDecorator", "function_pass", "module_pass", "prim_func_pass"]
+
+_P = TypeVar("_P", bound=Pass, covariant=True)
 
 
 def default_pass_name(obj: object) -> str:
@@ -120,11 +122,57 @@ def _make_decorator(
     return create
 
 
+class PassDecorator(Protocol[_P]):
+    """What ``function_pass(opt_level=...)`` and its siblings return: applied to a function it gives a pass,
+    applied to a class it gives a class whose instances are passes."""
+
+    @overload
+    def __call__(self, pass_arg: type) -> type[_P]: ...  # type: ignore[overload-overlap]  # as below
+
+    @overload
+    def __call__(self, pass_arg: Callable[..., Any]) -> _P: ...
+
+    def __call__(self, pass_arg: Any) -> Any: ...
+
+
+_Required = Union[list[str], tuple[str, ...], None]
+
+
+@overload
+def module_pass(  # type: ignore[overload-overlap]  # a class is callable too; mypy cannot tell the forms apart
+    pass_func: type,
+    opt_level: int | None = ...,
+    name: str | None = ...,
+    required: _Required = ...,
+    traceable: bool = ...,
+) -> type[ModulePass]: ...
+
+
+@overload
+def module_pass(
+    pass_func: Callable[..., Any],
+    opt_level: int | None = ...,
+    name: str | None = ...,
+    required: _Required = ...,
+    traceable: bool = ...,
+) -> ModulePass: ...
+
+
+@overload
+def module_pass(
+    pass_func: None = None,
+    opt_level: int | None = ...,
+    name: str | None = ...,
+    required: _Required = ...,
+    traceable: bool = ...,
+) -> PassDecorator[ModulePass]: ...
+
+
 def module_pass(
     pass_func: Callable[..., Any] | type | None = None,
     opt_level: int | None = None,
     name: str | None = None,
-    required: list[str] | tuple[str, ...] | None = None,
+    required: _Required = None,
     traceable: bool = False,
 ) -> Any:
     """Make a :class:`ModulePass` from ``pass_func(mod, ctx) -> IRModule`` or a class with ``transform_module``."""
@@ -133,11 +181,41 @@ def module_pass(
     )
 
 
+@overload
+def function_pass(  # type: ignore[overload-overlap]  # a class is callable too; mypy cannot tell the forms apart
+    pass_func: type,
+    opt_level: int | None = ...,
+    name: str | None = ...,
+    required: _Required = ...,
+    traceable: bool = ...,
+) -> type[FunctionPass]: ...
+
+
+@overload
+def function_pass(
+    pass_func: Callable[..., Any],
+    opt_level: int | None = ...,
+    name: str | None = ...,
+    required: _Required = ...,
+    traceable: bool = ...,
+) -> FunctionPass: ...
+
+
+@overload
+def function_pass(
+    pass_func: None = None,
+    opt_level: int | None = ...,
+    name: str | None = ...,
+    required: _Required = ...,
+    traceable: bool = ...,
+) -> PassDecorator[FunctionPass]: ...
+
+
 def function_pass(
     pass_func: Callable[..., Any] | type | None = None,
     opt_level: int | None = None,
     name: str | None = None,
-    required: list[str] | tuple[str, ...] | None = None,
+    required: _Required = None,
     traceable: bool = False,
 ) -> Any:
     """Make a :class:`FunctionPass` from ``pass_func(func, mod, ctx) -> Function``, or from a class
@@ -156,11 +234,41 @@ def function_pass(
     )
 
 
+@overload
+def prim_func_pass(  # type: ignore[overload-overlap]  # a class is callable too; mypy cannot tell the forms apart
+    pass_func: type,
+    opt_level: int | None = ...,
+    name: str | None = ...,
+    required: _Required = ...,
+    traceable: bool = ...,
+) -> type[PrimFuncPass]: ...
+
+
+@overload
+def prim_func_pass(
+    pass_func: Callable[..., Any],
+    opt_level: int | None = ...,
+    name: str | None = ...,
+    required: _Required = ...,
+    traceable: bool = ...,
+) -> PrimFuncPass: ...
+
+
+@overload
+def prim_func_pass(
+    pass_func: None = None,
+    opt_level: int | None = ...,
+    name: str | None = ...,
+    required: _Required = ...,
+    traceable: bool = ...,
+) -> PassDecorator[PrimFuncPass]: ...
+
+
 def prim_func_pass(
     pass_func: Callable[..., Any] | type | None = None,
     opt_level: int | None = None,
     name: str | None = None,
-    required: list[str] | tuple[str, ...] | None = None,
+    required: _Required = None,
     traceable: bool = False,
 ) -> Any:
     """Make a :class:`PrimFuncPass` from ``pass_func(func, mod, ctx) -> PrimFunc``, or from a class

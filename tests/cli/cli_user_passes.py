@@ -36,19 +36,19 @@ def _fail_if_env(func: BaseFunc, mod: IRModule, ctx: PassContext) -> BaseFunc:
 @register_pass("FailOnMain")
 def FailOnMain() -> Pass:
     """Raises ValueError on the function called main."""
-    return function_pass(_fail_on_main, opt_level=0, name="FailOnMain")  # type: ignore[no-any-return]
+    return function_pass(_fail_on_main, opt_level=0, name="FailOnMain")
 
 
 @register_pass("CrashOnMain")
 def CrashOnMain() -> Pass:
     """Kills its process (exit status 3) on the function called main."""
-    return function_pass(_crash_on_main, opt_level=0, name="CrashOnMain")  # type: ignore[no-any-return]
+    return function_pass(_crash_on_main, opt_level=0, name="CrashOnMain")
 
 
 @register_pass("FailIfEnv")
 def FailIfEnv() -> Pass:
     """Fails on main only while the environment variable CLI_TEST_FAIL is 1."""
-    return function_pass(_fail_if_env, opt_level=0, name="FailIfEnv")  # type: ignore[no-any-return]
+    return function_pass(_fail_if_env, opt_level=0, name="FailIfEnv")
 
 
 @register_pass("TagModule")
@@ -58,7 +58,7 @@ def TagModule(tag: str = "tagged", count: int = 1) -> Pass:
     def run(mod: IRModule, ctx: PassContext) -> IRModule:
         return mod.with_attr(tag, count)
 
-    return module_pass(run, opt_level=0, name="TagModule")  # type: ignore[no-any-return]
+    return module_pass(run, opt_level=0, name="TagModule")
 
 
 @register_pass("FailModule")
@@ -68,7 +68,7 @@ def FailModule() -> Pass:
     def run(mod: IRModule, ctx: PassContext) -> IRModule:
         raise KeyError("no such thing")
 
-    return module_pass(run, opt_level=0, name="FailModule")  # type: ignore[no-any-return]
+    return module_pass(run, opt_level=0, name="FailModule")
 
 
 def _leave_alone(func: BaseFunc, mod: IRModule, ctx: PassContext) -> BaseFunc:
@@ -77,4 +77,4 @@ def _leave_alone(func: BaseFunc, mod: IRModule, ctx: PassContext) -> BaseFunc:
 
 @register_pass("LeaveAlone")
 def LeaveAlone() -> Pass:
-    return prim_func_pass(_leave_alone, opt_level=0, name="LeaveAlone")  # type: ignore[no-any-return]
+    return prim_func_pass(_leave_alone, opt_level=0, name="LeaveAlone")

@@ -183,7 +183,6 @@ def test_show_bad_files(files: Path, name: str, fragments: list[str], run_main) 
 
 
 def test_text_format_files(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
-    pytest.importorskip("parpass.ir.parser", reason="the .ppir text parser is not there yet")
     mod = random_module(5, seed=2)
     made = parpass("gen", "-o", "m.ppir", "--functions", "5", "--seed", "2", cwd=tmp_path)
     assert made.returncode == 0, made.stderr

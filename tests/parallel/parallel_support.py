@@ -102,7 +102,7 @@ def at_workers(workers: int, inner: Pass, pools: list[list[int]]) -> Pass:
         pools.append(worker_pids() if workers > 1 else [])
         return out
 
-    return module_pass(run, opt_level=0, name=f"AtWorkers{workers}")  # type: ignore[no-any-return]
+    return module_pass(run, opt_level=0, name=f"AtWorkers{workers}")
 
 
 @function_pass(opt_level=0, name="TagAndReportPid")
@@ -125,7 +125,7 @@ def dies_first(marker: str) -> Pass:
         os.close(fd)
         os._exit(5)
 
-    return function_pass(run, opt_level=0, name="DiesFirst")  # type: ignore[no-any-return]
+    return function_pass(run, opt_level=0, name="DiesFirst")
 
 
 def bounded(fn: Callable[[], object], seconds: float, what: str) -> object:
