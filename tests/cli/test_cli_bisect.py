@@ -64,6 +64,7 @@ def test_opt_bisect_limit_prints_and_skips_the_same_at_1_and_2_workers(small: Pa
     assert_usage_error(parpass("opt", "m.msgpack", "--opt-bisect-limit", "-2", cwd=small), "--opt-bisect-limit")
 
 
+@pytest.mark.scale
 def test_bisect_finds_the_broken_application_in_a_2000_function_module(tmp_path: Path) -> None:
     mod = random_module(2000, seed=0)
     save(mod, tmp_path / "big.msgpack")

@@ -108,6 +108,7 @@ def test_random_modules_round_trip(seed: int, num_functions: int, num_prim_funcs
     _round_trip(mod)
 
 
+@pytest.mark.scale
 def test_a_large_random_module_round_trips() -> None:
     mod = random_module(150, size=25, seed=3)
     parsed = _round_trip(mod)
@@ -538,6 +539,7 @@ def test_module_and_function_entry_points() -> None:
 # deep IR: no recursion over the IR
 
 
+@pytest.mark.scale
 def test_hundred_thousand_bindings() -> None:
     x = Var(0, "x")
     bindings = []

@@ -433,6 +433,7 @@ def test_lazily_held_functions_print_the_same() -> None:
     assert lazy.script() == mod.script()
 
 
+@pytest.mark.scale
 def test_large_module_prints() -> None:
     mod = IRModule()
     for k in range(2000):
@@ -445,6 +446,7 @@ def test_large_module_prints() -> None:
 # ---------------------------------------------------------------- deep IR
 
 
+@pytest.mark.scale
 def test_hundred_thousand_bindings() -> None:
     x = Var(0, "x")
     bindings = []

@@ -320,6 +320,7 @@ def test_deep_dataflow_round_trip() -> None:
     assert structural_equal(back, func)
 
 
+@pytest.mark.scale
 def test_many_bindings_round_trip() -> None:
     func = many_bindings_function(100_000)
     data = to_bytes(IRModule({"big": func}))

@@ -412,6 +412,7 @@ def test_hash_memo_is_keyed_by_content() -> None:
 # deep and large IR
 
 
+@pytest.mark.scale
 def test_100k_bindings() -> None:
     def build(offset: int, break_at: int | None = None) -> relax.Function:
         x = relax.Var(offset, "x")
