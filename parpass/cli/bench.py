@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from parpass.cli.common import (
     EXIT_FAILED,
@@ -345,7 +345,7 @@ def _overhead_per_function(waves: Sequence[dict[str, Any]]) -> float | None:
     functions = sum(w["functions"] for w in par)
     if not functions:
         return None
-    return sum(w["parent_seconds"] for w in par) / functions
+    return cast("float | None", sum(w["parent_seconds"] for w in par) / functions)
 
 
 def _fmt_time(seconds: float) -> str:

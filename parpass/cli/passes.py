@@ -6,7 +6,7 @@ import argparse
 import inspect
 import json
 import sys
-from typing import Any
+from typing import Any, cast
 
 from parpass.cli.common import EXIT_OK, add_common_options, first_line
 from parpass.transform import FunctionPass, ModulePass, Pass, PrimFuncPass, Sequential, list_passes
@@ -92,9 +92,9 @@ def describe(name: str) -> dict[str, Any]:
 
 def _option_text(option: dict[str, Any]) -> str:
     if option["name"].startswith("**"):
-        return option["name"]
+        return cast(str, option["name"])
     text = option["name"] + (f": {option['type']}" if option["type"] else "")
-    return text + f" = {option['default']!r}"
+    return cast(str, text + f" = {option['default']!r}")
 
 
 def render(entries: list[dict[str, Any]]) -> str:

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from parpass.errors import IRError, closest_names, format_names
 from parpass.ir import relax, tir
@@ -407,7 +407,7 @@ class FunctionBuilder:
         if t is relax.TupleGetItem:
             tup = kid_types[0]
             if isinstance(tup, TupleType) and -len(tup.fields) <= node.index < len(tup.fields):
-                return tup.fields[node.index]
+                return cast("Type | None", tup.fields[node.index])
             return None
         if t is relax.Call and isinstance(node.op, Op):
             rule = get_op(node.op.name).infer_type

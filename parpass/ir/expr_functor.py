@@ -79,6 +79,8 @@ from parpass.ir.node import GlobalVar, Op
 from parpass.ir.relax import Binding, Call, Constant, Expr, Function, If, Param, SeqExpr, Tuple, TupleGetItem, Var
 from parpass.ir.types import TupleType, Type
 
+_N = TypeVar("_N")
+_R = TypeVar("_R")
 __all__ = ["ExprMutator", "ExprVisitor", "post_order"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -347,7 +349,7 @@ class _FunctorBase:
         kinds = sorted(t.__name__ for t in (*self._leaf_dispatch, *self._dispatch))
         return f"{type(self).__name__} cannot visit {_describe(node)}; it visits {', '.join(kinds)}"
 
-    def _in_new_scope(self, fn: Callable[[Any], Any], node: Any) -> Any:
+    def _in_new_scope(self, fn: Callable[[_N], _R], node: _N) -> _R:
         """``fn(node)`` with a fresh memo, restored afterwards."""
         saved = self._memo, self._keep
         self._memo, self._keep = {}, []

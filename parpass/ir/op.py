@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parpass.errors import ParpassError, not_found
 from parpass.ir.node import Attrs
 
+if TYPE_CHECKING:
+    from parpass.ir.types import Type
+
 #: ``evaluate(args, attrs) -> value``: args are numpy arrays (or tuples of them).
 EvalRule = Callable[[Sequence[Any], Attrs], Any]
 #: ``infer_type(arg_types, attrs) -> Type``: raises TypeError on ill-typed arguments.
-TypeRule = Callable[[Sequence[Any], Attrs], Any]
+TypeRule = Callable[[Sequence[Any], Attrs], "Type"]
 
 
 class OpRegistryError(ParpassError, ValueError):

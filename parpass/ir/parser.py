@@ -47,7 +47,7 @@ import gc
 import json
 import os
 import re
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import numpy as np
 
@@ -926,7 +926,7 @@ class _Parser:
                 value = relax.SeqExpr(tuple(frame[2]), value)
                 if not stack:
                     self.i = i
-                    return value
+                    return cast(relax.SeqExpr, value)
                 frame = stack[-1]  # an _IF
                 if frame[2] is None:
                     frame[2] = value
@@ -1511,7 +1511,7 @@ def parse(text: str, filename: str = "<string>") -> IRModule:
 
     ``filename`` names the text in error messages. Raises :class:`ParseError`.
     """
-    return _run(text, filename, "module")
+    return cast(IRModule, _run(text, filename, "module"))
 
 
 def parse_function(text: str, filename: str = "<string>") -> BaseFunc:
@@ -1519,7 +1519,7 @@ def parse_function(text: str, filename: str = "<string>") -> BaseFunc:
 
     A leading ``@name =`` (as in a module) is accepted and ignored. Raises :class:`ParseError`.
     """
-    return _run(text, filename, "function")
+    return cast(BaseFunc, _run(text, filename, "function"))
 
 
 def parse_text(text: str, filename: str = "<string>") -> IRObject:

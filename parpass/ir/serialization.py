@@ -58,7 +58,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar, Union, cast
 
 import msgspec
 
@@ -457,7 +457,7 @@ def _decode_slot(codec: _Codec, raw: Any, src: str, where: str, at: str) -> Base
     try:
         func: BaseFunc = codec.func_decoder.decode(raw)
     except RecursionError:
-        return _decode_deep(codec.func_decoder.decode, raw, codec.lib.decode, src, where, at)
+        return cast(BaseFunc, _decode_deep(codec.func_decoder.decode, raw, codec.lib.decode, src, where, at))
     except msgspec.DecodeError as exc:
         raise _slot_error(exc, raw, codec.lib.decode, src, where, at) from exc
     except UnicodeDecodeError as exc:

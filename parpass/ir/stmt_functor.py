@@ -40,7 +40,7 @@ memoized per buffer object, and the default visits its shape and strides.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, Union
+from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 
 import msgspec
 
@@ -404,8 +404,8 @@ class StmtExprMutator(_TirFunctor):
         a = self.visit_expr(op.a)
         b = self.visit_expr(op.b)
         if a is op.a and b is op.b:
-            return op
-        return type(op)(a, b)
+            return cast(PrimExpr, op)
+        return cast(PrimExpr, type(op)(a, b))
 
     visit_add_ = visit_sub_ = visit_mul_ = visit_floor_div_ = visit_floor_mod_ = _mutate_binary
     visit_min_ = visit_max_ = visit_eq_ = visit_ne_ = visit_lt_ = visit_le_ = _mutate_binary

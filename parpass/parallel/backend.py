@@ -77,7 +77,8 @@ def _broken_pool_type() -> type[BaseException]:
     try:
         from loky.process_executor import BrokenProcessPool as LokyBroken
 
-        return LokyBroken
+        broken: type[BaseException] = LokyBroken
+        return broken
     except ImportError:  # pragma: no cover
         return StdBroken
 
@@ -105,7 +106,7 @@ class PoolLost(BrokenPool):  # type: ignore[misc,valid-type]
         return (type(self), (str(self), self.generation, self.dead, self.exit_codes))
 
 
-class Task(Future):
+class Task(Future[Any]):
     """A future of a backend, which also says which pool (``generation``) runs it."""
 
     def __init__(self, generation: int) -> None:

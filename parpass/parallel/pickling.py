@@ -78,7 +78,7 @@ def _defstruct(name: str, specs: list[Any], body: dict[str, Any], kwargs: dict[s
     return msgspec.defstruct(name, fields, namespace=body, **kwargs)
 
 
-class _Pickler(cloudpickle.Pickler):
+class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle ships no stubs: its Pickler is Any
     dispatch_table = ChainMap({types.CodeType: _code_reduce}, cloudpickle.Pickler.dispatch_table)
 
     def reducer_override(self, obj: Any) -> Any:

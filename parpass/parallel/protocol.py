@@ -108,8 +108,8 @@ class WorkerFailure(msgspec.Struct, tag="failure", array_like=True):
 FromWorker = Union[Hello, ChunkDone, WorkerFailure]
 
 _encoder = msgspec.msgpack.Encoder()
-_to_worker = msgspec.msgpack.Decoder(ToWorker)
-_from_worker = msgspec.msgpack.Decoder(FromWorker)
+_to_worker: msgspec.msgpack.Decoder[ToWorker] = msgspec.msgpack.Decoder(ToWorker)
+_from_worker: msgspec.msgpack.Decoder[FromWorker] = msgspec.msgpack.Decoder(FromWorker)
 
 
 def encode(message: ToWorker | FromWorker) -> bytes:

@@ -92,7 +92,7 @@ class _Recorder(PassInstrument):
 def _pickled(obj: object) -> bytes | None:
     """``obj`` pickled, if it also unpickles (an exception class may pickle but not rebuild); else None."""
     try:
-        data = cloudpickle.dumps(obj)
+        data: bytes = cloudpickle.dumps(obj)
         pickle.loads(data)
     except Exception:
         return None
@@ -121,7 +121,8 @@ def pack_passes(passes: Sequence[FunctionLevelPass]) -> bytes:
         for name, entry in list(linecache.cache.items())
         if len(entry) == 4 and entry[1] is None and name.encode("utf-8", "surrogatepass") in pickled
     }
-    return cloudpickle.dumps((pickled, sources))
+    packed: bytes = cloudpickle.dumps((pickled, sources))
+    return packed
 
 
 class _Wave:

@@ -26,7 +26,7 @@ A type that cannot be known (the callee is a recursive function without a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -121,7 +121,7 @@ class _Signatures:
         """The return type of Function ``name``: its ``ret_type``, else the type inferred from its body."""
         func: Any = self.mod[name]
         if func.ret_type is not None:
-            return func.ret_type
+            return cast("Type | None", func.ret_type)
         memo = self.inferred
         if name in memo:
             return memo[name]
@@ -334,7 +334,7 @@ class _TypeInferrer(ExprMutator):
         ty = self.types.get(var.vid, _UNDEFINED)
         if ty is _UNDEFINED:
             raise self.error(f"%{var.name_hint} (vid {var.vid}) is used before it is defined")
-        return ty
+        return cast("Type | None", ty)
 
     def item_type(self, item: TupleGetItem, tuple_ty: Type | None) -> Type | None:
         if tuple_ty is None:

@@ -52,7 +52,7 @@ is idempotent: a simplified function simplifies to itself.
 from __future__ import annotations
 
 import zlib
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import msgspec
 import numpy as np
@@ -423,13 +423,13 @@ class Arith:
         self._keep.append(node)
         return s
 
-    def _make(self, kind: type, *kids: PrimExpr, leaf: tuple[Any, ...] = (), build: Any = None) -> Any:
+    def _make(self, kind: type, *kids: PrimExpr, leaf: tuple[Any, ...] = (), build: Any = None) -> PrimExpr:
         """The representative of ``kind(*kids)`` (hash-consed: an existing equal node is reused)."""
         kid_sids = tuple(self.sid(k) for k in kids)
         s = self._table.get((kind, leaf, kid_sids))
         if s is not None:
             return self._rep[s]
-        node = build() if build is not None else kind(*kids)
+        node = cast(PrimExpr, build() if build is not None else kind(*kids))
         self._register(node, kid_sids)
         return node
 
@@ -694,7 +694,7 @@ class Arith:
         for e, k in zip(es, kids, strict=True):
             if e is not k:  # an operand changed (structurally: equal results keep their identity)
                 return self._rebuild(node, es)
-        return node
+        return cast("PrimExpr | _Lazy", node)
 
     def _same(self, node: PrimExpr, out: PrimExpr) -> PrimExpr:
         """``node`` itself when ``out`` is structurally equal to it (keeps identity)."""
@@ -757,9 +757,9 @@ class Arith:
         if kind is Select:
             cond, t, f = es
             if type(cond) is IntImm:
-                return t if cond.value else f
+                return cast("PrimExpr | None", t if cond.value else f)
             if self.sid(t) == self.sid(f):
-                return t
+                return cast("PrimExpr | None", t)
             return None
         if kind is Cast:
             return self._cast(node.dtype, es[0], kid_dts[0])
@@ -940,7 +940,7 @@ class Arith:
         if kind is IntImm:
             return self.const("bool", 1 - int(bool(a.value)))
         if kind is Not:
-            return a.a
+            return cast("PrimExpr | None", a.a)
         if kind in _NEGATED and "x" not in self.dtype_of(a.a):
             operand = self.dtype_of(a.a)
             if operand in _RANGE or operand == "bool" or kind is EQ or kind is NE:
@@ -1118,7 +1118,7 @@ class _StmtSimplifier:
                 return (taken,) if taken is not None else ()
             return (s.then_case,) if s.else_case is None else (s.then_case, s.else_case)
         if kind is SeqStmt:
-            return s.seq
+            return cast("tuple[Any, ...] | None", s.seq)
         if kind is Allocate:
             return (s.body,)
         if kind is BufferStore or kind is Evaluate:

@@ -36,7 +36,7 @@ idempotent.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from parpass.ir import IdSupply, structural_equal, tir
 from parpass.ir.stmt_functor import StmtExprMutator, post_order, substitute
@@ -109,7 +109,7 @@ def _fold(kind: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
         return a
     if kind is not Sub and type(a) is IntImm and a.value == (1 if kind is Mul else 0):
         return b
-    return kind(a, b)
+    return cast(PrimExpr, kind(a, b))
 
 
 _kids = tir.operands
@@ -173,13 +173,13 @@ class _LoopVectorizer:
                 raise _Fallback("the body already holds vectors")
             new = self.env.get(node.vid)
             if new is None:
-                return node
+                return cast(PrimExpr, node)
             if type(new) is Ramp or type(new) is Broadcast or (type(new) is Var and "x" in new.dtype):
                 self.vectors.add(id(new))
             self.keep.append(new)
             return new
         if kind is IntImm or kind is FloatImm:
-            return node
+            return cast(PrimExpr, node)
         if kind is Ramp or kind is Broadcast or ((kind is Cast or kind is Call) and "x" in node.dtype):
             raise _Fallback("the body already holds vectors (is a vectorized loop nested?)")
         if not any(self.is_vector(v) for v in vals):  # loop-invariant
@@ -234,7 +234,7 @@ class _LoopVectorizer:
     def _rebuild(node: Any, vals: list[PrimExpr]) -> PrimExpr:
         kind = type(node)
         if kind in _BINARY:
-            return kind(vals[0], vals[1])
+            return cast(PrimExpr, kind(vals[0], vals[1]))
         if kind is Not:
             return Not(vals[0])
         if kind is Select:
