@@ -3,5 +3,11 @@ hypothesis profile: no per-example deadline (CI machines are shared and noisy; t
 
 from hypothesis import HealthCheck, settings
 
+from parpass._loading import load_all
+
+# The whole package, before any test snapshots the registries: a test that restores them afterwards
+# must not take away the standard passes and options that loading on first use would register inside it.
+load_all()
+
 settings.register_profile("parpass", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("parpass")

@@ -470,7 +470,9 @@ def warm_up(pause: float = 0.0) -> int:
 
     ``pause`` keeps the worker busy a moment, so that each of several warm-up tasks lands on its own worker.
     """
-    import parpass  # noqa: F401  (the standard passes and options a pass may look up)
+    from parpass._loading import load_all
+
+    load_all()  # the standard passes and options a pass may look up
 
     time.sleep(pause)
     return os.getpid()

@@ -24,6 +24,7 @@ from typing import Any
 
 import msgspec
 
+from parpass._loading import load_all
 from parpass.errors import NameNotFoundError, ParpassError, close_names, format_names, unknown_name
 
 __all__ = [
@@ -249,6 +250,9 @@ def get_config_option(name: str) -> ConfigOption:
     """The registered option ``name``; an UnknownConfigOptionError naming the closest registered keys if unknown."""
     option = _OPTIONS.get(name)
     if option is None:
+        load_all()  # the parallel executor's and the passes' options register when the package is loaded
+        option = _OPTIONS.get(name)
+    if option is None:
         raise unknown_name(
             "config option",
             name,
@@ -262,6 +266,7 @@ def get_config_option(name: str) -> ConfigOption:
 
 def list_configs() -> dict[str, dict[str, Any]]:
     """Every registered option, sorted by key: ``{key: {"type": ..., "default": ..., "doc": ...}}``."""
+    load_all()
     out: dict[str, dict[str, Any]] = {}
     for name in sorted(_OPTIONS):
         option = _OPTIONS[name]

@@ -49,6 +49,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from parpass._loading import load_all
+
 if TYPE_CHECKING:
     from parpass.ir.module import IRModule
     from parpass.ir.node import BaseFunc
@@ -61,6 +63,7 @@ __all__ = [
     "InlineExecutor",
     "StageTiming",
     "get_function_pass_executor",
+    "install_default_executor",
     "set_function_pass_executor",
 ]
 
@@ -157,19 +160,38 @@ class InlineExecutor:
 _LOCK = threading.Lock()
 _DEFAULT = InlineExecutor()
 _executor: FunctionPassExecutor = _DEFAULT
+_chosen = False  # set_function_pass_executor or install_default_executor was called
 
 
 def get_function_pass_executor() -> FunctionPassExecutor:
-    """The executor that runs function-level passes in this process (an :class:`InlineExecutor` by default)."""
+    """The executor that runs function-level passes in this process.
+
+    Unless one was set, the first call loads the whole package, whose parallel
+    executor installs itself (:func:`install_default_executor`); without it, an
+    :class:`InlineExecutor`.
+    """
+    if not _chosen:
+        load_all()
     return _executor
 
 
 def set_function_pass_executor(executor: FunctionPassExecutor | None) -> FunctionPassExecutor:
     """Install ``executor`` for the whole process (None restores the inline one); returns the previous one."""
-    global _executor
+    global _executor, _chosen
     if executor is not None and not callable(getattr(executor, "run", None)):
         raise TypeError(f"a function pass executor needs a run(passes, mod, ctx) method, got {executor!r}")
+    if not _chosen:
+        load_all()  # so that the parallel executor, loaded later, does not replace this choice
     with _LOCK:
         previous = _executor
         _executor = _DEFAULT if executor is None else executor
+        _chosen = True
     return previous
+
+
+def install_default_executor(executor: FunctionPassExecutor) -> None:
+    """Install ``executor`` as the process's default (what the parallel executor does when it is loaded)."""
+    global _executor, _chosen
+    with _LOCK:
+        _executor = executor
+        _chosen = True

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from parpass._loading import load_all
 from parpass.errors import unknown_name
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def get_pass(name: str) -> Pass:
     """A new instance of the pass registered as ``name``; a KeyError naming the closest names if unknown."""
     from parpass.transform.passes import Pass
 
-    factory = _FACTORIES.get(name)
+    factory = get_pass_factory(name)
     if factory is None:
         raise unknown_name("pass", name, sorted(_FACTORIES), "in the pass registry", PASS_LISTING)
     p = factory()
@@ -87,9 +88,14 @@ def get_pass(name: str) -> Pass:
 
 def get_pass_factory(name: str) -> Callable[..., Pass] | None:
     """The factory registered as ``name`` (to call with options, as pipeline specs do), or None."""
-    return _FACTORIES.get(name)
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        load_all()  # the standard passes register themselves when the package is loaded
+        factory = _FACTORIES.get(name)
+    return factory
 
 
 def list_passes() -> list[str]:
     """The names of all registered passes, sorted."""
+    load_all()
     return sorted(_FACTORIES)
