@@ -29,8 +29,10 @@ returns the same function object when there is nothing to flatten.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
+from parpass.ir.module import IRModule
 from parpass.ir.stmt_functor import StmtExprMutator
 from parpass.ir.tir import (
     Add,
@@ -48,7 +50,7 @@ from parpass.ir.tir import (
     Sub,
     expr_dtype,
 )
-from parpass.transform import Pass, PassContext, Statistic, prim_func_pass, register_pass
+from parpass.transform import PassContext, PrimFuncTransform, Statistic
 
 __all__ = ["FlattenBuffer", "flatten_prim_func", "flattened_layout"]
 
@@ -227,11 +229,12 @@ def flatten_prim_func(func: PrimFunc) -> PrimFunc:
     return out
 
 
-def _flatten_buffer(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:
-    return flatten_prim_func(func)
-
-
-@register_pass("FlattenBuffer")
-def FlattenBuffer() -> Pass:
+@dataclass(frozen=True)
+class FlattenBuffer(PrimFuncTransform):
     """Flatten multi-dimensional buffers of every PrimFunc (see :mod:`parpass.passes.flatten_buffer`)."""
-    return prim_func_pass(_flatten_buffer, opt_level=0, name="FlattenBuffer")
+
+    name: ClassVar[str] = "FlattenBuffer"
+    opt_level: ClassVar[int] = 0
+
+    def transform_function(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        return flatten_prim_func(func)

@@ -26,9 +26,11 @@ run changes nothing (the pass is idempotent).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from parpass.ir import structural_equal, tir
+from parpass.ir.module import IRModule
 from parpass.ir.stmt_functor import StmtExprMutator, StmtExprVisitor, post_order
 from parpass.ir.tir import (
     Allocate,
@@ -48,7 +50,7 @@ from parpass.ir.tir import (
     Stmt,
 )
 from parpass.ir.well_formed import INTRINSICS
-from parpass.transform import Pass, PassContext, Statistic, prim_func_pass, register_pass
+from parpass.transform import PassContext, PrimFuncTransform, Statistic
 
 __all__ = ["RemoveNoOp", "is_no_op", "remove_no_op_prim_func"]
 
@@ -251,11 +253,12 @@ def remove_no_op_prim_func(func: PrimFunc) -> PrimFunc:
     return func.with_body(body)
 
 
-def _remove_no_op(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:
-    return remove_no_op_prim_func(func)
-
-
-@register_pass("RemoveNoOp")
-def RemoveNoOp() -> Pass:
+@dataclass(frozen=True)
+class RemoveNoOp(PrimFuncTransform):
     """Remove statements without effect from every PrimFunc (see :mod:`parpass.passes.remove_no_op`)."""
-    return prim_func_pass(_remove_no_op, opt_level=0, name="RemoveNoOp")
+
+    name: ClassVar[str] = "RemoveNoOp"
+    opt_level: ClassVar[int] = 0
+
+    def transform_function(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        return remove_no_op_prim_func(func)

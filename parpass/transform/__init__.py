@@ -23,6 +23,7 @@ from parpass.transform.executor import (
     get_function_pass_executor,
     set_function_pass_executor,
 )
+from parpass.transform.pass_classes import FunctionTransform, ModuleTransform, PrimFuncTransform
 from parpass.transform.pass_info import PassInfo
 from parpass.transform.passes import (
     FunctionLevelPass,
@@ -45,8 +46,10 @@ __all__ = [
     "FunctionLevelPass",
     "FunctionPass",
     "FunctionPassExecutor",
+    "FunctionTransform",
     "InlineExecutor",
     "ModulePass",
+    "ModuleTransform",
     "Pass",
     "PassConfig",
     "PassConfigError",
@@ -58,6 +61,7 @@ __all__ = [
     "Pipeline",
     "PipelineSpecError",
     "PrimFuncPass",
+    "PrimFuncTransform",
     "PrintIR",
     "Sequential",
     "Statistic",

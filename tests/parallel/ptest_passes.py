@@ -12,10 +12,12 @@ import os
 import threading
 import time
 import warnings
+from dataclasses import dataclass
+from typing import ClassVar
 
 from parpass.ir import IRModule, relax
 from parpass.ir.node import GlobalVar
-from parpass.transform import PassContext, Statistic, function_pass, module_pass, prim_func_pass
+from parpass.transform import FunctionTransform, PassContext, Statistic, function_pass, module_pass, prim_func_pass
 
 log = logging.getLogger("ptest")
 
@@ -182,3 +184,16 @@ def counts_lookups(func: relax.Function, mod: IRModule, ctx: PassContext) -> rel
         mod[name]
     LOOKUPS.add(len(callees))
     return func
+
+
+@dataclass(frozen=True)
+class TagWith(FunctionTransform):
+    """A pass written as a class (its option travels to the workers with it)."""
+
+    name: ClassVar[str] = "TagWith"
+    opt_level: ClassVar[int] = 0
+
+    label: str = "tag"
+
+    def transform_function(self, func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+        return func.with_attr(self.label, len(func.bindings))

@@ -8,6 +8,7 @@ from ptest_passes import counts_bindings, counts_lookups
 
 from parpass.instrument import PassTimingInstrument
 from parpass.ir import IRModule
+from parpass.ir.serialization import decode_function
 from parpass.passes import default_pipeline
 from parpass.testing import random_module
 from parpass.transform import Pass, Sequential
@@ -68,3 +69,15 @@ def test_bisect_lines_and_output_identical_at_1_and_2_workers(
     lines = err1.splitlines()
     assert len(lines) == len(log1) > 0
     assert sum(1 for line in lines if line.startswith("BISECT: running pass")) == min(limit, len(log1))
+
+
+def test_a_pass_class_runs_in_workers_with_its_options(mod: IRModule) -> None:
+    from ptest_passes import TagWith
+
+    outs = []
+    for workers in (1, 2):
+        with parallel_ctx(workers):
+            outs.append(module_bytes(TagWith(label="n")(mod)))
+    assert outs[0] == outs[1]
+    tagged = [decode_function(data).attrs.get("n") for _, data in outs[1]]
+    assert any(value is not None for value in tagged)  # the option reached the workers
