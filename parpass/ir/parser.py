@@ -54,6 +54,7 @@ import numpy as np
 from parpass.errors import IRFormatError, NameNotFoundError, close_names, closest_names, format_names
 from parpass.ir import relax, tir
 from parpass.ir.builtin_ops import DTYPES
+from parpass.ir.dtype import split_vector
 from parpass.ir.ids import IdSupply
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc, GlobalVar, Op
@@ -328,8 +329,8 @@ class _Parser:
         if text in _DTYPE_SET:
             self.dtypes.add(text)
             return text
-        base, sep, lanes = text.partition("x")
-        if vector and sep and base in _DTYPE_SET and lanes.isascii() and lanes.isdigit() and int(lanes) >= 2:
+        base, lanes = split_vector(text)
+        if vector and lanes >= 2 and base in _DTYPE_SET:
             self.vdtypes.add(text)
             return text
         near = closest_names(text, DTYPES, limit=3)

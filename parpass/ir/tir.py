@@ -18,6 +18,7 @@ from typing import Union
 
 import msgspec
 
+from parpass.ir.dtype import element_dtype, lanes_of, vector_dtype
 from parpass.ir.node import BaseFunc, Node, freeze_field
 
 
@@ -431,23 +432,15 @@ class PrimFunc(BaseFunc, frozen=True, gc=False, tag="PrimFunc"):
 # ---------------------------------------------------------------- helpers
 
 
-def _lanes(dtype: str) -> int:
-    return int(dtype.split("x", 1)[1]) if "x" in dtype else 1
-
-
-def _vector(dtype: str, lanes: int) -> str:
-    return dtype if lanes == 1 else f"{dtype}x{lanes}"
-
-
 def expr_dtype(expr: PrimExpr) -> str:
     """The dtype of ``expr`` (``"int32x4"`` for a 4-lane vector), computed without recursion."""
     node: PrimExprBase = expr
     lanes = 1
     while True:
         if isinstance(node, (IntImm, FloatImm, Var, Cast, Call)):
-            return _vector(node.dtype if lanes == 1 else node.dtype.split("x")[0], lanes)
+            return vector_dtype(node.dtype if lanes == 1 else element_dtype(node.dtype), lanes)
         if isinstance(node, (_Compare, Not)):
-            return _vector("bool", lanes)
+            return vector_dtype("bool", lanes)
         if isinstance(node, _Binary):
             # Both operands share the dtype: follow a leaf operand when there is one, so that
             # left-deep chains such as ((x + 1) + 1) + 1 answer in constant time.
@@ -463,8 +456,8 @@ def expr_dtype(expr: PrimExpr) -> str:
         elif isinstance(node, BufferLoad):
             for index in node.indices:
                 if isinstance(index, (Ramp, Broadcast, _Binary)):
-                    lanes *= _lanes(expr_dtype(index))
-            return _vector(node.buffer.dtype, lanes)
+                    lanes *= lanes_of(expr_dtype(index))
+            return vector_dtype(node.buffer.dtype, lanes)
         else:
             raise TypeError(f"not a PrimExpr: {type(node).__name__}")
 
@@ -474,7 +467,7 @@ def convert(value: PrimExprLike, like: PrimExprBase | None = None, dtype: str | 
     if isinstance(value, PrimExprBase):
         return value
     if dtype is None and like is not None:
-        dtype = like.dtype.split("x")[0]
+        dtype = element_dtype(like.dtype)
     if isinstance(value, bool):
         return IntImm("bool", int(value))
     if isinstance(value, int):

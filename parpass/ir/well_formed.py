@@ -55,6 +55,7 @@ import numpy as np
 from parpass.errors import IRError, not_found
 from parpass.ir import relax, tir
 from parpass.ir.builtin_ops import DTYPES, format_type
+from parpass.ir.dtype import split_vector, vector_dtype
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc, GlobalVar, Op
 from parpass.ir.op import get_op
@@ -550,18 +551,6 @@ def _param_tensor_type(param: Any) -> TensorType | None:
 _STMT, _UNDEF_VAR, _UNDECL_BUF = range(3)
 
 
-def _split(dtype: str) -> tuple[str, int]:
-    """``"int32x4"`` -> ``("int32", 4)``; ``"int32"`` -> ``("int32", 1)``."""
-    base, sep, lanes = dtype.partition("x")
-    if sep and lanes.isdigit():
-        return base, int(lanes)
-    return dtype, 1
-
-
-def _vec(base: str, lanes: int) -> str:
-    return base if lanes == 1 else f"{base}x{lanes}"
-
-
 def _tir_children(node: Any) -> tuple[Any, ...]:
     """The operand expressions of a PrimExpr (none for anything else, e.g. in ill-formed IR)."""
     return tir.operands(node) if isinstance(node, tir.PrimExprBase) else ()
@@ -642,7 +631,7 @@ class _TirChecker:
         self.walk(self.func.body)
 
     def check_var_dtype(self, var: tir.Var, loc: Any) -> None:
-        if _split(var.dtype)[0] not in _DTYPES:
+        if split_vector(var.dtype)[0] not in _DTYPES:
             self.report(loc, f"variable {var.name_hint} has unknown dtype {var.dtype!r}")
 
     def declare(self, buffer: tir.Buffer, loc: Any, what: str) -> None:
@@ -767,7 +756,7 @@ class _TirChecker:
         lanes = self.index_lanes(buffer, index_types, loc, "store")
         if value is None or lanes is None:
             return
-        base, value_lanes = _split(value)
+        base, value_lanes = split_vector(value)
         if base != buffer.dtype:
             self.report(loc, f"stores a {value} value into buffer {buffer.name} of dtype {buffer.dtype}")
         elif value_lanes != lanes:
@@ -790,7 +779,7 @@ class _TirChecker:
         for k, dtype in enumerate(index_types):
             if dtype is None:
                 return None
-            base, n = _split(dtype)
+            base, n = split_vector(dtype)
             if base not in _INT_DTYPES:
                 self.report(loc, f"index {k} of {access} of buffer {buffer.name} is {dtype}, not an integer")
                 return None
@@ -845,7 +834,7 @@ class _TirChecker:
                 )
                 return None
             return str(node.dtype)
-        base = _split(node.dtype)[0]
+        base = split_vector(node.dtype)[0]
         if base not in _DTYPES:
             self.report(loc, f"{kind.__name__} {node.value!r} has unknown dtype {node.dtype!r}")
             return None
@@ -872,21 +861,21 @@ class _TirChecker:
             if a != b:
                 self.report(loc, f"operands of {name} have different dtypes: {a} and {b}")
                 return None
-            base, lanes = _split(a)
+            base, lanes = split_vector(a)
             if kind is tir.And or kind is tir.Or:
                 if base != "bool":
                     self.report(loc, f"{name} needs bool operands, got {a}")
                     return None
                 return a
             if kind in _CMP:
-                return _vec("bool", lanes)
+                return vector_dtype("bool", lanes)
             if base == "bool":
                 self.report(loc, f"{name} of bool operands")
                 return None
             return a
         if kind is tir.Not:
             (a,) = kids
-            if a is not None and _split(a)[0] != "bool":
+            if a is not None and split_vector(a)[0] != "bool":
                 self.report(loc, f"Not needs a bool operand, got {a}")
                 return None
             return a
@@ -897,23 +886,23 @@ class _TirChecker:
             if t != f:
                 self.report(loc, f"Select values have different dtypes: {t} and {f}")
                 return None
-            cbase, clanes = _split(cond)
-            if cbase != "bool" or clanes not in (1, _split(t)[1]):
+            cbase, clanes = split_vector(cond)
+            if cbase != "bool" or clanes not in (1, split_vector(t)[1]):
                 self.report(loc, f"Select condition must be bool (of the values' lanes), got {cond}")
                 return None
             return t
         if kind is tir.Cast:
             (value,) = kids
-            base, lanes = _split(node.dtype)
+            base, lanes = split_vector(node.dtype)
             if base not in _DTYPES:
                 self.report(loc, f"Cast to unknown dtype {node.dtype!r}")
                 return None
             if value is None:
                 return None
-            if lanes != _split(value)[1] and lanes != 1:
+            if lanes != split_vector(value)[1] and lanes != 1:
                 self.report(loc, f"Cast of {value} to {node.dtype} changes the number of lanes")
                 return None
-            return _vec(base, _split(value)[1])
+            return vector_dtype(base, split_vector(value)[1])
         if kind is tir.Call:
             arity = INTRINSICS.get(node.op)
             if arity is None:
@@ -939,7 +928,7 @@ class _TirChecker:
                     loc, f"Ramp base and stride must be integer scalars of one dtype, got {ramp_base} and {stride}"
                 )
                 return None
-            return _vec(ramp_base, node.lanes)
+            return vector_dtype(ramp_base, node.lanes)
         if kind is tir.Broadcast:
             (value,) = kids
             if not isinstance(node.lanes, int) or node.lanes < 1:
@@ -947,15 +936,15 @@ class _TirChecker:
                 return None
             if value is None:
                 return None
-            base, lanes = _split(value)
-            return _vec(base, lanes * node.lanes)
+            base, lanes = split_vector(value)
+            return vector_dtype(base, lanes * node.lanes)
         if kind is tir.BufferLoad:
             if not self.check_buffer_use(node.buffer, loc, "load"):
                 return None
             load_lanes = self.index_lanes(node.buffer, kids, loc, "load")
             if load_lanes is None:
                 return None
-            return _vec(node.buffer.dtype, load_lanes)
+            return vector_dtype(node.buffer.dtype, load_lanes)
         self.report(loc, f"a {name} is not an expression")
         return None
 

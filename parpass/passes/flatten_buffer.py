@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from parpass.ir.dtype import element_dtype, lanes_of
 from parpass.ir.module import IRModule
 from parpass.ir.stmt_functor import StmtExprMutator
 from parpass.ir.tir import (
@@ -136,32 +137,27 @@ def flattened_layout(buf: Buffer) -> tuple[Buffer, tuple[PrimExpr, ...]] | None:
     return Buffer(buf.vid, buf.name, buf.dtype, (size,)), strides
 
 
-def _lanes(dtype: str) -> int:
-    _, _, lanes = dtype.partition("x")
-    return int(lanes) if lanes else 1
-
-
 def _flat_index(indices: tuple[PrimExpr, ...], strides: tuple[PrimExpr, ...]) -> PrimExpr:
     """``sum(index_k * stride_k)``; vector indices give a vector (a Ramp when they are Ramps)."""
     if not indices:
         return IntImm("int32", 0)
     dtypes = [expr_dtype(i) for i in indices]
-    bases = {d.partition("x")[0] for d in dtypes}
+    bases = {element_dtype(d) for d in dtypes}
     dtype = bases.pop() if len(bases) == 1 else "int64"
-    lanes = max(_lanes(d) for d in dtypes)
+    lanes = max(lanes_of(d) for d in dtypes)
     scalar: PrimExpr = IntImm(dtype, 0)
     ramp_base: PrimExpr = IntImm(dtype, 0)
     ramp_stride: PrimExpr = IntImm(dtype, 0)
     vectors: list[PrimExpr] = []
     for index, stride, idt in zip(indices, strides, dtypes, strict=True):
         stride = _as(stride, dtype)
-        if _lanes(idt) == 1:
+        if lanes_of(idt) == 1:
             scalar = _add(scalar, _mul(_as(index, dtype), stride))
         elif type(index) is Ramp:
             ramp_base = _add(ramp_base, _mul(_as(index.base, dtype), stride))
             ramp_stride = _add(ramp_stride, _mul(_as(index.stride, dtype), stride))
         else:
-            vec = index if idt.partition("x")[0] == dtype else Cast(f"{dtype}x{lanes}", index)
+            vec = index if element_dtype(idt) == dtype else Cast(f"{dtype}x{lanes}", index)
             vectors.append(vec if type(stride) is IntImm and stride.value == 1 else Mul(vec, Broadcast(stride, lanes)))
     if lanes == 1:
         return scalar

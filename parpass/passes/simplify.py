@@ -58,6 +58,7 @@ import msgspec
 import numpy as np
 
 from parpass.ir import tir
+from parpass.ir.dtype import split_vector
 from parpass.ir.stmt_functor import post_order_visit
 from parpass.ir.tir import (
     EQ,
@@ -144,11 +145,6 @@ def _wrap(value: int, dtype: str) -> int:
     return v
 
 
-def _split(dtype: str) -> tuple[str, int]:
-    base, _, lanes = dtype.partition("x")
-    return base, int(lanes) if lanes else 1
-
-
 _kids = tir.operands
 
 
@@ -162,7 +158,7 @@ def _step_dtype(node: Any, kid_dtypes: list[str]) -> str:
         return str(node.dtype)
     if kind in _BINARY_SET:
         if kind in _COMPARES:
-            lanes = _split(kid_dtypes[0])[1]
+            lanes = split_vector(kid_dtypes[0])[1]
             return "bool" if lanes == 1 else f"boolx{lanes}"
         return kid_dtypes[0]
     if kind is Not:
@@ -170,20 +166,20 @@ def _step_dtype(node: Any, kid_dtypes: list[str]) -> str:
     if kind is Select:
         return kid_dtypes[1]
     if kind is Cast:
-        base, lanes = _split(node.dtype)
-        lanes = max(lanes, _split(kid_dtypes[0])[1])
+        base, lanes = split_vector(node.dtype)
+        lanes = max(lanes, split_vector(kid_dtypes[0])[1])
         return base if lanes == 1 else f"{base}x{lanes}"
     if kind is Call:
         return str(node.dtype)
     if kind is Ramp:
         return f"{kid_dtypes[0]}x{node.lanes}"
     if kind is Broadcast:
-        base, lanes = _split(kid_dtypes[0])
+        base, lanes = split_vector(kid_dtypes[0])
         return f"{base}x{lanes * node.lanes}"
     if kind is BufferLoad:
         lanes = 1
         for d in kid_dtypes:
-            lanes = max(lanes, _split(d)[1])
+            lanes = max(lanes, split_vector(d)[1])
         return node.buffer.dtype if lanes == 1 else f"{node.buffer.dtype}x{lanes}"
     raise TypeError(f"Simplify: {kind.__name__} is not a loop-level expression")
 
@@ -838,18 +834,18 @@ class Arith:
         if cb < 0:
             return None
         poly = self._poly(kids[0], dtype)
-        split = self._split(poly, cb, dtype)
+        split = self.split_vector(poly, cb, dtype)
         if split is None and len(poly) == 1:  # a let-bound variable: look at its value
             (mono,) = poly
             atom: Any = self._rep[mono[0]] if len(mono) == 1 and poly[mono] == 1 else None
             if type(atom) is Var and atom.vid in self.bindings:
-                split = self._split(self.bindings[atom.vid][0], cb, dtype)
+                split = self.split_vector(self.bindings[atom.vid][0], cb, dtype)
         if split is None:
             return None
         quotient, remainder = split
         return self._emit(quotient if kind is FloorDiv else remainder, dtype)
 
-    def _split(self, poly: Poly, c: int, dtype: str) -> tuple[Poly, Poly] | None:
+    def split_vector(self, poly: Poly, c: int, dtype: str) -> tuple[Poly, Poly] | None:
         """``(poly // c, poly % c)`` as polynomials when the remainder's range proves them, else None."""
         if self._exact_bound(poly, dtype) is None:
             return None

@@ -65,6 +65,7 @@ import numpy as np
 from parpass.errors import ParpassError, not_found
 from parpass.ir import relax, tir
 from parpass.ir.builtin_ops import format_type  # importing it registers the standard ops
+from parpass.ir.dtype import element_dtype
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc, GlobalVar, Op
 from parpass.ir.op import get_op
@@ -504,7 +505,7 @@ def _same_dtype(a: Any, b: Any) -> bool:
 
 
 def _element_dtype(dtype: str) -> np.dtype[Any]:
-    return np.dtype(dtype.split("x")[0])
+    return np.dtype(element_dtype(dtype))
 
 
 def _float_floordiv(a: Any, b: Any) -> Any:
@@ -933,7 +934,7 @@ class _TirMachine:
                 raise self.error(
                     f"For {var.name_hint}: loop variable is {var.dtype} but {what} is {_vector_dtype(value)}"
                 )
-        if var.dtype.split("x")[0] not in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+        if element_dtype(var.dtype) not in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
             raise self.error(f"For {var.name_hint}: loop variable must be an integer, got {var.dtype}")
         start = int(lo)
         return (_S_FOR, stmt, loc, start, start + int(extent), self.env.get(var.vid, _MISSING))
