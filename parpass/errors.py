@@ -161,3 +161,15 @@ def unknown_name(
     """An ``error`` (a NameNotFoundError) for ``kind`` ``name`` in a registry, naming only the names close to it."""
     place = f" {where}" if where else ""
     return error(f"no {kind} named {name!r}{place}; {suggestion(name, candidates, listing)}")
+
+
+def add_note(err: BaseException, note: str) -> None:
+    """Attach ``note`` to ``err`` as a PEP 678 note, so the exception keeps its type (``add_note`` on 3.11+).
+
+    Raises AttributeError or TypeError for an exception that refuses attributes.
+    """
+    if hasattr(err, "add_note"):
+        err.add_note(note)
+    else:  # Python 3.10: the list add_note keeps
+        notes = getattr(err, "__notes__", None)
+        err.__notes__ = [*(notes if isinstance(notes, list) else []), note]  # type: ignore[attr-defined]  # 3.10 stubs

@@ -32,6 +32,7 @@ from parpass.errors import (
     PassTimeoutError,
     RemotePassError,
     WorkerCrashedError,
+    add_note,
 )
 from parpass.instrument.base import may_veto
 from parpass.ir.module import IRModule
@@ -555,7 +556,7 @@ class ParallelExecutor:
                         error = RemotePassError(
                             f"{answer.type_name}: {answer.message}", _label(names), (), answer.type_name
                         )
-                        _add_note(error, "parpass: remote traceback (worker process):\n" + answer.traceback.rstrip())
+                        add_note(error, "parpass: remote traceback (worker process):\n" + answer.traceback.rstrip())
                         self._fail_crash(error, names, [], [], mod, ctx, passes, cfg)
                     assert isinstance(answer, ChunkDone) and answer.wave == wave_path
                     outstanding[seat] -= 1
@@ -877,15 +878,8 @@ def _rebuild(
         others = ", ".join(f"{all_names[e.index]!r} ({e.type_name})" for e in wave[1:])
         notes.append(f"parpass: pass {pass_name!r} also failed on {len(wave) - 1} more function(s): {others}")
     for note in notes:
-        _add_note(err, note)
+        add_note(err, note)
     return err
-
-
-def _add_note(err: BaseException, note: str) -> None:
-    if hasattr(err, "add_note"):
-        err.add_note(note)
-    else:  # Python 3.10
-        err.__notes__ = [*getattr(err, "__notes__", []), note]  # type: ignore[attr-defined]
 
 
 def _by_place(item: tuple[int, int, list[Emission]]) -> tuple[int, int]:

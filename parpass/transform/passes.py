@@ -9,6 +9,7 @@ disabled_pass check; only a Sequential applies those to the passes it holds).
 from __future__ import annotations
 
 import abc
+import contextlib
 import functools
 import importlib
 import inspect
@@ -17,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from parpass.errors import ParpassError, unknown_name
+from parpass.errors import ParpassError, add_note, unknown_name
 from parpass.instrument.base import keeps_fusion, same_fingerprint
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
@@ -73,13 +74,8 @@ def attach_pass_note(err: BaseException, pass_name: str, func_name: str | None =
     if isinstance(notes, list) and any(isinstance(n, str) and n.startswith(NOTE_PREFIX) for n in notes):
         return
     note = f"{NOTE_PREFIX}{pass_name!r}" + (f" on function {func_name!r}" if func_name is not None else "")
-    try:
-        if hasattr(err, "add_note"):
-            err.add_note(note)
-        else:  # Python 3.10
-            err.__notes__ = [*(notes if isinstance(notes, list) else []), note]  # type: ignore[attr-defined]
-    except (AttributeError, TypeError):  # an exception that refuses attributes keeps going without the note
-        pass
+    with contextlib.suppress(AttributeError, TypeError):  # an exception that refuses attributes goes on without it
+        add_note(err, note)
 
 
 def check_pass_func(pass_func: object, arity: int, where: str, params: str) -> None:
