@@ -41,19 +41,14 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, overload
 
+from parpass.ir.module import same_fingerprint
+
 if TYPE_CHECKING:
     from parpass.ir.module import IRModule
     from parpass.transform.executor import StageTiming
     from parpass.transform.pass_info import PassInfo
 
 __all__ = ["PassInstrument", "keeps_fusion", "pass_instrument", "same_fingerprint"]
-
-
-def same_fingerprint(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
-    """Whether two ``IRModule.fingerprint()``s hold the same function objects and equal attributes."""
-    if len(a) != len(b) or a[-1] != b[-1]:
-        return False
-    return all(x is y or (type(x) is str and x == y) for x, y in zip(a[:-1], b[:-1], strict=True))
 
 
 class PassInstrument:

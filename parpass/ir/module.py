@@ -463,3 +463,10 @@ class _Deferred(IRModule):
         names, slot_of = self._pending
         self._slots = {name: slot_of(name) for name in names}
         return self._slots
+
+
+def same_fingerprint(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    """Whether two ``IRModule.fingerprint()``s hold the same function objects and equal attributes."""
+    if len(a) != len(b) or a[-1] != b[-1]:
+        return False
+    return all(x is y or (type(x) is str and x == y) for x, y in zip(a[:-1], b[:-1], strict=True))

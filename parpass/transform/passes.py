@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from parpass.errors import ParpassError, add_note, unknown_name
-from parpass.instrument.base import keeps_fusion, same_fingerprint
-from parpass.ir.module import IRModule
+from parpass.instrument.base import keeps_fusion
+from parpass.ir.module import IRModule, same_fingerprint
 from parpass.ir.node import BaseFunc
 from parpass.ir.relax import Function
 from parpass.ir.tir import PrimFunc
