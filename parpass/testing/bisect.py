@@ -66,7 +66,7 @@ def _closure_keys(mod: IRModule) -> dict[str, bytes]:
     callees: dict[str, list[str]] = {}
     for name in mod.names():
         kind, _ = mod.kind_and_attrs(name)
-        func = mod[name] if issubclass(kind, Function) else None
+        func = mod[name] if issubclass(kind, Function) else None  # PrimFuncs call nothing: left encoded
         callees[name] = [c for c in called_names(func) if c in own] if isinstance(func, Function) else []
     keys: dict[str, bytes] = {}
     for name in mod.names():
@@ -206,7 +206,8 @@ class MeaningCheck:
         # The functions that failed before first (a bisection keeps meeting the same one), then the rest
         # in batches of module order, so that a bad module is known without running every function.
         suspects = [n for n in self._suspects if n in names]
-        rest = [n for n in names if n not in set(suspects)]
+        suspected = set(suspects)
+        rest = [n for n in names if n not in suspected]
         size = max(_BATCH, len(rest) // 8)
         batches = [suspects] if suspects else []
         batches += [rest[i : i + size] for i in range(0, len(rest), size)]
