@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import numpy as np
 
@@ -147,8 +148,22 @@ def _const_type(c: Constant) -> TensorType:
     return TensorType(tuple(c.shape), c.dtype)
 
 
-def _is_tensor(ty: Type) -> bool:
+def _is_tensor(ty: Type) -> TypeGuard[TensorType | PrimType]:
     return isinstance(ty, (TensorType, PrimType))
+
+
+def _dtype(ty: Type) -> str:
+    """The element dtype of a tensor or scalar type (the generator only asks it of those)."""
+    if not isinstance(ty, (TensorType, PrimType)):
+        raise TypeError(f"random_module: expected a tensor or scalar type, got {ty!r}")
+    return ty.dtype
+
+
+def _fields(ty: Type) -> tuple[Type, ...]:
+    """The field types of a tuple type (the generator only asks it of those)."""
+    if not isinstance(ty, TupleType):
+        raise TypeError(f"random_module: expected a tuple type, got {ty!r}")
+    return ty.fields
 
 
 def _shape(ty: Type) -> tuple[int, ...]:
@@ -227,7 +242,8 @@ class _FunctionGen:
     def typed(self, op: str, arg_types: Sequence[Type], attrs: Attrs | None = None) -> Type | None:
         """The result type of ``op`` on ``arg_types``, or None if the op rejects them."""
         try:
-            return get_op(op).infer_type(list(arg_types), attrs or {})  # type: ignore[misc]
+            rule = get_op(op).infer_type
+            return None if rule is None else rule(list(arg_types), attrs or {})
         except TypeError:
             return None
 
@@ -271,7 +287,7 @@ class _FunctionGen:
 
     def pick_tensor(self, scope: _Scope, numeric: bool = True) -> tuple[Var, Type] | None:
         def ok(ty: Type) -> bool:
-            return _is_tensor(ty) and (not numeric or ty.dtype != "bool")  # type: ignore[union-attr]
+            return _is_tensor(ty) and (not numeric or ty.dtype != "bool")
 
         return self.pick(scope, ok)
 
@@ -282,7 +298,7 @@ class _FunctionGen:
         if x is None:
             return False
         ops = ["relu", "negative", "abs", "exp", "tanh", "sigmoid", "sqrt", "log"]
-        op = ops[self.rng.randrange(len(ops) if x[1].dtype.startswith("float") else 3)]  # type: ignore[union-attr]
+        op = ops[self.rng.randrange(len(ops) if _dtype(x[1]).startswith("float") else 3)]
         if op in ("sqrt", "log"):  # keep the domain valid: sqrt(abs(x)), log(sigmoid(x))
             inner = self.emit_call(scope, "abs" if op == "sqrt" else "sigmoid", [x[0]], [x[1]])
             if inner is None:
@@ -294,10 +310,10 @@ class _FunctionGen:
         a = self.pick_tensor(scope)
         if a is None:
             return False
-        a_shape, a_dtype = _shape(a[1]), a[1].dtype  # type: ignore[union-attr]
+        a_shape, a_dtype = _shape(a[1]), _dtype(a[1])
 
         def partner(ty: Type) -> bool:
-            if not _is_tensor(ty) or ty.dtype != a_dtype:  # type: ignore[union-attr]
+            if not _is_tensor(ty) or ty.dtype != a_dtype:
                 return False
             s = _shape(ty)
             pairs = zip(reversed(s), reversed(a_shape), strict=False)  # trailing dims, numpy-style
@@ -317,7 +333,7 @@ class _FunctionGen:
         a = self.pick_tensor(scope)
         if a is None:
             return False
-        shape, dtype = _shape(a[1]), a[1].dtype  # type: ignore[union-attr]
+        shape, dtype = _shape(a[1]), _dtype(a[1])
         roll = self.rng.random()
         cshape = () if roll < 0.4 else (shape[-1:] if roll < 0.7 else shape)
         op = ["add", "multiply", "subtract", "divide", "maximum"][self.rng.randrange(5)]
@@ -391,7 +407,7 @@ class _FunctionGen:
         x = self.pick(scope, lambda ty: isinstance(ty, TupleType) and len(ty.fields) > 0)
         if x is None:
             return False
-        fields = x[1].fields  # type: ignore[union-attr]
+        fields = _fields(x[1])
         k = self.rng.randrange(len(fields))
         self.emit(scope, TupleGetItem(x[0], k), fields[k], "item")
         return True
@@ -420,7 +436,7 @@ class _FunctionGen:
         if res is None:
             return False
         k = self.rng.randrange(2)
-        self.emit(scope, TupleGetItem(res[0], k), res[1].fields[k], "part")  # type: ignore[union-attr]
+        self.emit(scope, TupleGetItem(res[0], k), _fields(res[1])[k], "part")
         return True
 
     def step_reduce(self, scope: _Scope) -> bool:
@@ -428,7 +444,7 @@ class _FunctionGen:
         if x is None:
             return False
         ndim = len(_shape(x[1]))
-        op = ["sum", "mean", "max", "min"][self.rng.randrange(4 if x[1].dtype.startswith("float") else 1)]  # type: ignore[union-attr]
+        op = ["sum", "mean", "max", "min"][self.rng.randrange(4 if _dtype(x[1]).startswith("float") else 1)]
         attrs: Attrs = {"axis": self.rng.randrange(-1, ndim) if self.rng.random() < 0.8 else None}
         if self.rng.random() < 0.5:
             attrs["keepdims"] = True
@@ -453,11 +469,11 @@ class _FunctionGen:
         k = _shape(a[1])[-1]
 
         def rhs(ty: Type) -> bool:
-            return isinstance(ty, TensorType) and ty.ndim == 2 and ty.shape[0] == k and ty.dtype == a[1].dtype  # type: ignore[union-attr]
+            return isinstance(ty, TensorType) and ty.ndim == 2 and ty.shape[0] == k and ty.dtype == _dtype(a[1])
 
         b = self.pick(scope, rhs)
         if b is None or self.rng.random() < 0.5:  # a constant weight, as in a real layer
-            w = _constant(self.rng, (k, _DIMS[self.rng.randrange(len(_DIMS))]), a[1].dtype)  # type: ignore[union-attr]
+            w = _constant(self.rng, (k, _DIMS[self.rng.randrange(len(_DIMS))]), _dtype(a[1]))
             return self.emit_call(scope, "matmul", [a[0], w], [a[1], _const_type(w)]) is not None
         return self.emit_call(scope, "matmul", [a[0], b[0]], [a[1], b[1]]) is not None
 
@@ -473,7 +489,7 @@ class _FunctionGen:
         a = self.pick_tensor(scope)
         if a is None:
             return False
-        zero = _constant(self.rng, (), a[1].dtype)  # type: ignore[union-attr]
+        zero = _constant(self.rng, (), _dtype(a[1]))
         cond = self.emit_call(scope, "greater", [a[0], zero], [a[1], _const_type(zero)], name="mask")
         if cond is None:
             return False
@@ -484,7 +500,7 @@ class _FunctionGen:
         x = self.pick_tensor(scope, numeric=False)
         if x is None:
             return False
-        src = x[1].dtype  # type: ignore[union-attr]
+        src = _dtype(x[1])
         target = "int32" if src.startswith("float") else self.dtype if self.dtype != src else "float32"
         return self.emit_call(scope, "astype", [x[0]], [x[1]], {"dtype": target}) is not None
 
@@ -510,7 +526,7 @@ class _FunctionGen:
             fields = [self.arg_for(scope, f) for f in ty.fields]
             if any(f is None for f in fields):
                 return None
-            return self.emit(scope, Tuple(tuple(fields)), ty, "args", live=False)  # type: ignore[arg-type]
+            return self.emit(scope, Tuple(tuple(f for f in fields if f is not None)), ty, "args", live=False)
         return None  # a scalar parameter nobody here can supply
 
     def step_call(self, scope: _Scope) -> bool:
@@ -534,7 +550,7 @@ class _FunctionGen:
         s = self.emit_call(scope, "sum", [a[0]], [a[1]], name="total")
         if s is None:
             return False
-        limit = _constant(self.rng, (), s[1].dtype)  # type: ignore[union-attr]
+        limit = _constant(self.rng, (), _dtype(s[1]))
         op = "less" if self.rng.random() < 0.5 else "greater"
         cond = self.emit_call(scope, op, [s[0], limit], [s[1], _const_type(limit)], name="cond")
         if cond is None:
@@ -575,7 +591,7 @@ class _FunctionGen:
         own = [v for v, ty in scope.pool[len(outer.pool) :] if ty == want]
         if own:
             return SeqExpr(tuple(scope.bindings), own[-1])
-        dtype = want.dtype  # type: ignore[union-attr]
+        dtype = _dtype(want)
         ops = ["relu", "negative", "abs", "tanh", "sigmoid"] if dtype.startswith("float") else ["relu", "negative"]
         res = self.emit_call(scope, ops[self.rng.randrange(len(ops))], [target[0]], [want])
         assert res is not None and res[1] == want, "unary ops keep the type"
