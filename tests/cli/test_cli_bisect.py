@@ -111,8 +111,6 @@ def test_bisect_of_the_default_pipeline_with_a_check_command(small: Path) -> Non
         "bisect",
         "m.msgpack",
         "--load",
-        USER_PASSES,
-        "--load",
         MISCOMPILE,
         "-p",
         spec,
@@ -135,8 +133,6 @@ def test_bisect_of_the_default_pipeline_with_a_check_command(small: Path) -> Non
     opt = parpass(
         "opt",
         "m.msgpack",
-        "--load",
-        USER_PASSES,
         "--load",
         MISCOMPILE,
         "-p",
