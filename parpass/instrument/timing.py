@@ -175,18 +175,25 @@ class _PerThread(threading.local):
         self.stack: list[_Open] = []
 
 
-_LAST = threading.local()  # the instrument that last timed a pass in this thread (for the static render())
+class _Active(threading.local):
+    """The timing instruments of the contexts this thread is inside, innermost last (entered, not yet exited)."""
+
+    def __init__(self) -> None:
+        self.stack: list[PassTimingInstrument] = []
+
+
+_ACTIVE = _Active()
 
 
 class _RenderMethod:
     """``inst.render()`` renders that instrument; ``PassTimingInstrument.render()`` (TVM's static form)
-    renders the instrument that last timed a pass in the calling thread."""
+    renders the one in the innermost context the calling thread is inside ("" outside any, as TVM)."""
 
     def __get__(self, obj: PassTimingInstrument | None, owner: type | None = None) -> Callable[[], str]:
         if obj is not None:
             return obj._render
-        last = getattr(_LAST, "inst", None)
-        return last._render if last is not None else (lambda: "")
+        active = _ACTIVE.stack
+        return active[-1]._render if active else (lambda: "")
 
 
 class PassTimingInstrument(PassInstrument):
@@ -219,12 +226,17 @@ class PassTimingInstrument(PassInstrument):
         with self._lock:
             self._roots = []
         self._local.stack.clear()
+        _ACTIVE.stack.append(self)
 
     def exit_pass_ctx(self) -> None:
         self._unwind(time.perf_counter(), time.process_time())
+        active = _ACTIVE.stack
+        for i in range(len(active) - 1, -1, -1):
+            if active[i] is self:
+                del active[i]
+                break
 
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
-        _LAST.inst = self
         self._local.stack.append(_Open(info, info.name, time.perf_counter(), time.process_time()))
 
     def on_pass_timing(self, info: PassInfo, timing: StageTiming, fused: bool) -> None:

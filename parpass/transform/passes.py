@@ -14,9 +14,8 @@ import functools
 import importlib
 import inspect
 import sys
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 from parpass.errors import ParpassError, add_note, unknown_name
 from parpass.instrument.base import keeps_fusion
@@ -43,6 +42,9 @@ __all__ = [
     "attach_pass_note",
     "check_pass_func",
 ]
+
+#: A pass body as ``_run_instrumented`` calls it: the new module, and the time an executor measured (or None).
+_TimedBody = Callable[[IRModule, PassContext], "tuple[IRModule, StageTiming | None]"]
 
 #: Every note parpass attaches to an exception starts with this; an exception carries at most one.
 NOTE_PREFIX = "parpass: raised in pass "
@@ -139,7 +141,7 @@ class Pass(abc.ABC):
         """
         info = self._info
         if isinstance(self, Sequential) or not at_top_level():
-            return self._run_instrumented(self, mod, ctx)
+            return self._run_instrumented(self._execute_timed, mod, ctx)
         runner: Pass | None = self
         gate = ctx.bisect_state()
         decided = (0, 0)  # the opt-bisect numbers this application took, and how many of them run
@@ -155,18 +157,18 @@ class Pass(abc.ABC):
             return memo[key][1]
         ctx.note_run(info)
         with inside_pass():
-            ret = self._run_instrumented(runner, mod, ctx)
+            ret = self._run_instrumented(runner._execute_timed, mod, ctx)
         if memo is not None:
             memo[key] = (mod, ret)  # the input kept alive, so that its id names it
         return ret
 
-    def _run_instrumented(self, runner: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
-        """``runner``'s body (this pass, or what opt-bisect left of it) between this pass's instrument callbacks."""
+    def _run_instrumented(self, body: _TimedBody, mod: IRModule, ctx: PassContext) -> IRModule:
+        """``body`` (this pass's, or what opt-bisect left of it) between this pass's instrument callbacks."""
         info = self._info
         if not ctx.instrument_before_pass(mod, info):
             return mod
         try:
-            ret, timing = runner._execute_timed(mod, ctx)
+            ret, timing = body(mod, ctx)
         except BaseException as err:
             ctx.instrument_pass_error(mod, info, err)
             raise
@@ -438,7 +440,7 @@ class PrimFuncPass(FunctionLevelPass):
     _kind = "PrimFunc"
 
 
-def _fusable(p: Pass) -> bool:
+def _fusable(p: Pass) -> TypeGuard[FunctionLevelPass]:
     return isinstance(p, FunctionLevelPass) and type(p)._execute is FunctionLevelPass._execute
 
 
@@ -457,6 +459,32 @@ def _may_fuse(ctx: PassContext) -> bool:
     return all(keeps_fusion(pi) for pi in instruments) and _takes_observer(get_function_pass_executor())
 
 
+def _chain_from(
+    first: FunctionLevelPass, passes: Sequence[Pass], start: int, ctx: PassContext
+) -> tuple[list[FunctionLevelPass], int]:
+    """``first`` and the enabled fusable passes after it in ``passes[start:]``; the index where the chain ends."""
+    chain = [first]
+    j = start
+    while j < len(passes):
+        q = passes[j]
+        if ctx.pass_enabled(q.info):
+            if q.info.required or not _fusable(q):
+                break
+            chain.append(q)
+        j += 1
+    return chain, j
+
+
+def _run_fused(chain: list[FunctionLevelPass], mod: IRModule, ctx: PassContext) -> IRModule:
+    """A chain of function-level passes as one wave, each an application of its own, instruments called per pass."""
+    observer = _ChainCallbacks(ctx, chain, mod) if ctx.instruments else None
+    if at_top_level():
+        for q in chain:
+            ctx.note_run(q.info)
+    with inside_pass():
+        return _run_chain(chain, mod, ctx, observer)
+
+
 class _RequiredRuns:
     """Per Sequential run: resolved required passes, and the module each left behind.
 
@@ -469,16 +497,6 @@ class _RequiredRuns:
     def __init__(self) -> None:
         self.instances: dict[str, Pass] = {}
         self.after: dict[str, tuple[object, ...]] = {}
-
-
-class _Handoff(threading.local):
-    """The required-run state a Sequential hands to the nested Sequential it is about to run."""
-
-    def __init__(self) -> None:
-        self.pending: tuple[Sequential, _RequiredRuns] | None = None
-
-
-_HANDOFF = _Handoff()
 
 
 def _resolve_required(root: PassInfo, state: _RequiredRuns) -> None:
@@ -577,14 +595,11 @@ class Sequential(Pass):
         return f"{super().__str__()}. The passes will be executed are: [{names}]"
 
     def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return self._execute_sharing(mod, ctx, _RequiredRuns())
+
+    def _execute_sharing(self, mod: IRModule, ctx: PassContext, state: _RequiredRuns) -> IRModule:
+        """The passes in order, with ``state``: this run's required passes (shared with nested Sequentials)."""
         passes = self._passes
-        # A Sequential run as an element of another shares its required-run state (see _run_nested).
-        pending = _HANDOFF.pending
-        if pending is not None and pending[0] is self:
-            _HANDOFF.pending = None
-            state = pending[1]
-        else:
-            state = _RequiredRuns()
         i, n = 0, len(passes)
         while i < n:
             p = passes[i]
@@ -595,22 +610,9 @@ class Sequential(Pass):
             if info.required:
                 mod = self._run_required(info, mod, ctx, state)
             elif _fusable(p) and _may_fuse(ctx):
-                chain: list[FunctionLevelPass] = [p]  # type: ignore[list-item]
-                j = i + 1
-                while j < n:
-                    q = passes[j]
-                    if ctx.pass_enabled(q.info):
-                        if q.info.required or not _fusable(q):
-                            break
-                        chain.append(q)  # type: ignore[arg-type]
-                    j += 1
+                chain, j = _chain_from(p, passes, i + 1, ctx)
                 if len(chain) > 1:
-                    observer = _ChainCallbacks(ctx, chain, mod) if ctx.instruments else None
-                    if at_top_level():
-                        for q in chain:
-                            ctx.note_run(q.info)
-                    with inside_pass():
-                        mod = _run_chain(chain, mod, ctx, observer)
+                    mod = _run_fused(chain, mod, ctx)
                     i = j
                     continue
             mod = _run_nested(p, mod, ctx, state) if isinstance(p, Sequential) else p._run(mod, ctx)
@@ -642,13 +644,8 @@ def _run_nested(seq: Sequential, mod: IRModule, ctx: PassContext, state: _Requir
 
     So a required pass runs at most once per outermost Sequential run while the
     module is unchanged, however the pipeline is split into sub-Sequentials.
-    The state is handed over through a thread-local slot that only ``seq``
-    itself takes (not another Sequential its instruments may call), and only
-    for this run: a pass function that calls a Sequential gets a fresh state, so
-    what runs does not depend on whether pass functions run in worker processes.
+    Only ``seq`` itself gets it: a pass function (or instrument) that calls a
+    Sequential gets a fresh state, so what runs does not depend on whether pass
+    functions run in worker processes.
     """
-    _HANDOFF.pending = (seq, state)
-    try:
-        return seq._run(mod, ctx)
-    finally:
-        _HANDOFF.pending = None
+    return seq._run_instrumented(lambda m, c: (seq._execute_sharing(m, c, state), None), mod, ctx)

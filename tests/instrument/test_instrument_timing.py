@@ -97,6 +97,19 @@ def test_fresh_on_enter_and_static_render(mod: IRModule) -> None:
     assert [t.name for t in timing.timings] == ["two"]
 
 
+def test_static_render_is_the_innermost_context_s_instrument(mod: IRModule) -> None:
+    outer, inner = PassTimingInstrument(), PassTimingInstrument()
+    with PassContext(instruments=[outer]):
+        sleeper("outer")(mod)
+        with PassContext(instruments=[inner]):
+            sleeper("inner")(mod)
+            assert "inner" in PassTimingInstrument.render() and "outer" not in PassTimingInstrument.render()
+        assert PassTimingInstrument.render() == outer.render()
+    # outside every context the static form renders nothing (as TVM's); the instance keeps its profile
+    assert PassTimingInstrument.render() == ""
+    assert "outer" in outer.render()
+
+
 def test_vetoed_passes_are_not_timed(mod: IRModule) -> None:
     from parpass.instrument import pass_instrument
 
