@@ -25,7 +25,7 @@ from typing import IO, Any, NoReturn
 from parpass.errors import IRFormatError, ParpassError, suggestion
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
-from parpass.transform import Pass, PassContext, Sequential, get_config_option, list_passes
+from parpass.transform import Pass, PassContext, Sequential, get_config_option, list_passes, walk_passes
 from parpass.transform.passes import NOTE_PREFIX
 from parpass.transform.registry import PASS_LISTING
 
@@ -194,7 +194,7 @@ def split_names(values: Iterable[str] | None) -> list[str]:
 
 def pipeline_names(p: Pass) -> list[str]:
     """Names of ``p`` and every pass inside it (Sequentials included), in order."""
-    return [q.info.name for q in _walk(p)]
+    return [q.info.name for q in walk_passes(p)]
 
 
 def build_pipeline(spec: str, option: str) -> Pass:
@@ -202,18 +202,9 @@ def build_pipeline(spec: str, option: str) -> Pass:
     from parpass.transform import parse_pipeline
 
     pipeline = parse_pipeline(spec)
-    if all(isinstance(p, Sequential) for p in _walk(pipeline)):
+    if all(isinstance(p, Sequential) for p in walk_passes(pipeline)):
         raise UsageError(f"{option} {spec!r}: empty pipeline spec, it names no pass ('parpass passes' lists them)")
     return pipeline
-
-
-def _walk(p: Pass) -> Iterator[Pass]:
-    stack: list[Pass] = [p]
-    while stack:
-        q = stack.pop()
-        yield q
-        if isinstance(q, Sequential):
-            stack.extend(reversed(q.passes))
 
 
 def check_pass_names(names: Sequence[str], option: str, pipeline: Pass | None = None) -> list[str]:
@@ -431,6 +422,13 @@ def make_output_dir(path: str, option: str) -> None:
         raise UsageError(f"{option} {path}: cannot create the directory: {err.strerror or err}") from err
     if not os.access(path, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {path}: the directory is not writable")
+
+
+def check_parent_dir(path: str, option: str) -> None:
+    """Fail early when the directory ``path`` would be written in does not exist (``option`` names the flag)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"{option} {path}: directory {directory} does not exist")
 
 
 def check_output_path(path: str | None) -> None:

@@ -139,42 +139,52 @@ def _main(argv: Sequence[str] | None) -> int:
             args = parser.parse_args(args_list)
         except SystemExit as done:  # --help and --version
             return int(done.code or 0) if not isinstance(done.code, str) else EXIT_USAGE
-        if args.command is None:
-            names = ", ".join(module.__name__.rsplit(".", 1)[1] for module in _COMMANDS)
-            raise UsageError(f"no command given; choose one of: {names} (start with 'parpass bench')")
         show_traceback = bool(getattr(args, "traceback", False))
-        from parpass.cli.common import import_builtins, load_user_code, one_line_warnings
+        return _dispatch(args)
+    except (Exception, KeyboardInterrupt, Terminated) as err:
+        return _exit_status(err, show_traceback)
 
-        import_builtins()  # before user code, which may build on them (and must not register first)
-        load_user_code(getattr(args, "load", None))
-        with one_line_warnings():
-            status: int = args.func(args)
-        return status
-    except PassFailure as err:
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command ``args`` names, after the built-in passes and the user's ``--load`` code."""
+    if args.command is None:
+        names = ", ".join(module.__name__.rsplit(".", 1)[1] for module in _COMMANDS)
+        raise UsageError(f"no command given; choose one of: {names} (start with 'parpass bench')")
+    from parpass.cli.common import import_builtins, load_user_code, one_line_warnings
+
+    import_builtins()  # before user code, which may build on them (and must not register first)
+    load_user_code(getattr(args, "load", None))
+    with one_line_warnings():
+        status: int = args.func(args)
+    return status
+
+
+def _exit_status(err: BaseException, show_traceback: bool) -> int:
+    """Report ``err`` on stderr the way its kind is reported, and the exit status it gives."""
+    if isinstance(err, PassFailure):
         _report(err, show_traceback)
         return EXIT_FAILED
-    except (UsageError, ParpassError) as err:
+    if isinstance(err, (UsageError, ParpassError)):
         _report(err, show_traceback)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    if isinstance(err, KeyboardInterrupt):
         print(error_line("interrupted"), file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Terminated:
+    if isinstance(err, Terminated):
         print(error_line("terminated"), file=sys.stderr)
         return EXIT_TERMINATED
-    except BrokenPipeError:
+    if isinstance(err, BrokenPipeError):
         # The reader of our output went away (``parpass show big.msgpack | head``): not an error.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
-    except Exception as err:
-        if show_traceback:
-            traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
-        detail = str(err).split("\n", 1)[0]
-        print(error_line(f"internal error: {type(err).__name__}: {detail}"), file=sys.stderr)
-        if not show_traceback:
-            print("parpass: (run with --traceback for the traceback)", file=sys.stderr)
-        return EXIT_FAILED
+    if show_traceback:
+        traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
+    detail = str(err).split("\n", 1)[0]
+    print(error_line(f"internal error: {type(err).__name__}: {detail}"), file=sys.stderr)
+    if not show_traceback:
+        print("parpass: (run with --traceback for the traceback)", file=sys.stderr)
+    return EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,6 +17,7 @@ from parpass.cli.common import (
     bisect_limit,
     build_pipeline,
     check_output_path,
+    check_parent_dir,
     check_pass_names,
     make_context,
     make_output_dir,
@@ -37,7 +38,7 @@ from parpass.instrument import (
     PrintIRBefore,
 )
 from parpass.ir.module import IRModule
-from parpass.transform import Pass, PassContext, PassInfo, Sequential
+from parpass.transform import Pass, PassContext, PassInfo, walk_passes
 from parpass.transform.bisect import BISECT_LIMIT
 from parpass.transform.statistics import PASS_STATISTICS
 
@@ -182,14 +183,7 @@ def requested_pipeline(args: argparse.Namespace) -> Pass:
 
 
 def _find_pass(root: Pass, info: PassInfo) -> Pass | None:
-    stack: list[Pass] = [root]
-    while stack:
-        p = stack.pop()
-        if p.info is info:
-            return p
-        if isinstance(p, Sequential):
-            stack.extend(p.passes)
-    return None
+    return next((p for p in walk_passes(root) if p.info is info), None)
 
 
 def _stat(path: str) -> tuple[int, int, int] | None:
@@ -234,43 +228,13 @@ def write_inprocess_reproducer(
 
 
 def run(args: argparse.Namespace) -> int:
-    pipeline, required, disabled, config = pipeline_settings(args)
-    if args.pass_statistics:
-        config[PASS_STATISTICS] = True
-    if args.opt_bisect_limit is not None:
-        config[BISECT_LIMIT] = args.opt_bisect_limit
-    if args.reproducer:
-        config["parpass.reproducer"] = os.path.abspath(args.reproducer)
-        # A pass that kills its process (a segfault, os._exit) can only be reported from outside it.
-        config.setdefault("parpass.parallel", "always")
-    before = check_pass_names(split_names(args.print_ir_before), "--print-ir-before", pipeline)
-    after = check_pass_names(split_names(args.print_ir_after), "--print-ir-after", pipeline)
-    check_output_path(args.output)
-    if args.reproducer:
-        check_output_path_dir(args.reproducer, "--reproducer")
-
+    pipeline, required, disabled, config = _settings(args)
     mod = read_module(args.input)
     if args.dump_ir:
         make_output_dir(args.dump_ir, "--dump-ir")  # after the input is read: a bad input leaves no directory
-
-    instruments: list[PassInstrument] = []
     timing = PassTimingInstrument() if args.time_passes else None
-    if timing is not None:
-        instruments.append(timing)
-    if before:
-        instruments.append(PrintIRBefore(passes=before, file=sys.stderr))
-    if after:
-        instruments.append(PrintIRAfter(passes=after, file=sys.stderr))
-    if args.print_ir_after_all:
-        instruments.append(PrintIRAfter(file=sys.stderr))
-    if args.print_ir_after_change:
-        instruments.append(PrintAfterChange(file=sys.stderr))
-    if args.dump_ir:
-        instruments.append(DumpIR(args.dump_ir))
     recorder = FailureRecorder() if args.reproducer else None
-    if recorder is not None:
-        instruments.append(recorder)
-
+    instruments = _instruments(args, timing, recorder)
     ctx = make_context(args.opt_level, required, disabled, instruments, config)
     repro_before = _stat(args.reproducer) if args.reproducer else None
     start = time.perf_counter()
@@ -279,16 +243,8 @@ def run(args: argparse.Namespace) -> int:
             out = pipeline(mod)
     except Exception as err:
         failure = PassFailure(err)
-        if args.reproducer and recorder is not None and _stat(args.reproducer) == repro_before:
-            try:
-                write_inprocess_reproducer(args.reproducer, pipeline, mod, ctx, recorder, err, str(failure))
-            except Exception as repro_err:  # the failure matters more than its reproducer
-                print(f"parpass: warning: could not write the reproducer: {repro_err}", file=sys.stderr)
-        if args.reproducer and _stat(args.reproducer) != repro_before:
-            print(
-                f"parpass: wrote the reproducer {args.reproducer} (run: parpass reproduce {args.reproducer})",
-                file=sys.stderr,
-            )
+        if args.reproducer:
+            _report_reproducer(args.reproducer, repro_before, pipeline, mod, ctx, recorder, err, str(failure))
         raise failure from err
     finally:
         if timing is not None:
@@ -300,7 +256,58 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def check_output_path_dir(path: str, option: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise UsageError(f"{option} {path}: directory {directory} does not exist")
+def _settings(args: argparse.Namespace) -> tuple[Pass, list[str], list[str], dict[str, Any]]:
+    """The pipeline, required and disabled passes, and config the options give; every option checked before work."""
+    pipeline, required, disabled, config = pipeline_settings(args)
+    if args.pass_statistics:
+        config[PASS_STATISTICS] = True
+    if args.opt_bisect_limit is not None:
+        config[BISECT_LIMIT] = args.opt_bisect_limit
+    if args.reproducer:
+        config["parpass.reproducer"] = os.path.abspath(args.reproducer)
+        # A pass that kills its process (a segfault, os._exit) can only be reported from outside it.
+        config.setdefault("parpass.parallel", "always")
+    check_pass_names(split_names(args.print_ir_before), "--print-ir-before", pipeline)
+    check_pass_names(split_names(args.print_ir_after), "--print-ir-after", pipeline)
+    check_output_path(args.output)
+    if args.reproducer:
+        check_parent_dir(args.reproducer, "--reproducer")
+    return pipeline, required, disabled, config
+
+
+def _instruments(
+    args: argparse.Namespace, timing: PassTimingInstrument | None, recorder: FailureRecorder | None
+) -> list[PassInstrument]:
+    """The instruments the options ask for, in a fixed order (timing first: it times the others' work too)."""
+    before = split_names(args.print_ir_before)
+    after = split_names(args.print_ir_after)
+    wanted: list[PassInstrument | None] = [
+        timing,
+        PrintIRBefore(passes=before, file=sys.stderr) if before else None,
+        PrintIRAfter(passes=after, file=sys.stderr) if after else None,
+        PrintIRAfter(file=sys.stderr) if args.print_ir_after_all else None,
+        PrintAfterChange(file=sys.stderr) if args.print_ir_after_change else None,
+        DumpIR(args.dump_ir) if args.dump_ir else None,
+        recorder,
+    ]
+    return [inst for inst in wanted if inst is not None]
+
+
+def _report_reproducer(
+    path: str,
+    before: tuple[int, int, int] | None,
+    pipeline: Pass,
+    mod: IRModule,
+    ctx: PassContext,
+    recorder: FailureRecorder | None,
+    err: Exception,
+    message: str,
+) -> None:
+    """Write the in-process reproducer unless the executor wrote one, and say where it is."""
+    if recorder is not None and _stat(path) == before:
+        try:
+            write_inprocess_reproducer(path, pipeline, mod, ctx, recorder, err, message)
+        except Exception as repro_err:  # the failure matters more than its reproducer
+            print(f"parpass: warning: could not write the reproducer: {repro_err}", file=sys.stderr)
+    if _stat(path) != before:
+        print(f"parpass: wrote the reproducer {path} (run: parpass reproduce {path})", file=sys.stderr)

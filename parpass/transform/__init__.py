@@ -34,6 +34,7 @@ from parpass.transform.passes import (
     PrimFuncPass,
     Sequential,
     attach_pass_note,
+    walk_passes,
 )
 from parpass.transform.pipeline_spec import Pipeline, PipelineSpecError, parse_pipeline, pipeline_spec
 from parpass.transform.print_ir import PrintIR
@@ -80,4 +81,5 @@ __all__ = [
     "register_config_option",
     "register_pass",
     "set_function_pass_executor",
+    "walk_passes",
 ]

@@ -28,6 +28,7 @@ from parpass.transform.config import register_config_option
 from parpass.transform.context import PassContext, at_top_level, inside_pass
 from parpass.transform.executor import ChainObserver, FunctionPassExecutor, StageTiming, get_function_pass_executor
 from parpass.transform.pass_info import PassInfo
+from parpass.transform.registry import get_pass, list_passes
 
 __all__ = [
     "FUSE_PASSES",
@@ -41,6 +42,7 @@ __all__ = [
     "Sequential",
     "attach_pass_note",
     "check_pass_func",
+    "walk_passes",
 ]
 
 #: A pass body as ``_run_instrumented`` calls it: the new module, and the time an executor measured (or None).
@@ -504,8 +506,6 @@ def _resolve_required(root: PassInfo, state: _RequiredRuns) -> None:
 
     Raises before any pass runs. A cycle is reported as ``A -> B -> C -> A``.
     """
-    from parpass.transform.registry import get_pass, list_passes
-
     path: list[str] = [root.name]
     on_path = {root.name}
     # explicit stack of (name, iterator over its required names)
@@ -649,3 +649,13 @@ def _run_nested(seq: Sequential, mod: IRModule, ctx: PassContext, state: _Requir
     functions run in worker processes.
     """
     return seq._run_instrumented(lambda m, c: (seq._execute_sharing(m, c, state), None), mod, ctx)
+
+
+def walk_passes(pipeline: Pass) -> Iterator[Pass]:
+    """``pipeline`` and every pass inside it, Sequentials included, in the order a run meets them (pre-order)."""
+    stack: list[Pass] = [pipeline]
+    while stack:
+        p = stack.pop()
+        yield p
+        if isinstance(p, Sequential):
+            stack.extend(reversed(p.passes))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from parpass._loading import load_all
 from parpass.errors import unknown_name
+from parpass.transform.pass_info import PassInfo
 
 if TYPE_CHECKING:
     from parpass.transform.passes import Pass
@@ -75,13 +76,11 @@ def register_pass(name: str, *, override: bool = False) -> Callable[[_F], _F]:
 
 def get_pass(name: str) -> Pass:
     """A new instance of the pass registered as ``name``; a KeyError naming the closest names if unknown."""
-    from parpass.transform.passes import Pass
-
     factory = get_pass_factory(name)
     if factory is None:
         raise unknown_name("pass", name, sorted(_FACTORIES), "in the pass registry", PASS_LISTING)
     p = factory()
-    if not isinstance(p, Pass):
+    if not isinstance(getattr(p, "info", None), PassInfo):  # every Pass has one (and passes.py imports this module)
         raise TypeError(f"the factory registered as pass {name!r} returned {type(p).__name__}, not a Pass")
     return p
 

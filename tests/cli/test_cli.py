@@ -577,7 +577,8 @@ def test_bench_plot(tmp_path: Path, run_main) -> None:  # type: ignore[no-untype
 
 
 def test_bench_figures_are_medians_speedups_and_efficiencies() -> None:
-    from parpass.cli.bench import Run, render_amdahl, render_table, summarize
+    from parpass.cli.bench_report import render_amdahl, render_table, summarize
+    from parpass.cli.bench_runs import Run, leaf_kinds
 
     pipeline = parse_pipeline("InferType,RemoveUnusedFunctions")
     a, b = ("sequential#0", "InferType#0"), ("sequential#0", "RemoveUnusedFunctions#0")
@@ -593,7 +594,7 @@ def test_bench_figures_are_medians_speedups_and_efficiencies() -> None:
 
     runs = [run(1, 1.0, 0.1, 1.2), run(1, 3.0, 0.1, 3.2), run(1, 2.0, 0.1, 2.2)]
     runs += [run(4, 0.5, 0.2, 0.8), run(4, 0.4, 0.2, 0.7), run(4, 9.0, 0.2, 9.9, parallel=False)]
-    summary = summarize(runs, [4], 2, {"sequential"}, pipeline)
+    summary = summarize(runs, [4], 2, {"sequential"}, leaf_kinds(pipeline))
     infer = summary["rows"][0]
     assert infer["seconds"] == {"1": 2.0, "4": 0.5}  # medians
     assert infer["speedup"]["4"] == 4.0 and infer["efficiency"]["4"] == 2.0  # 4x on min(4 workers, 2 cores)

@@ -277,7 +277,8 @@ def test_unroll_loop_options_in_a_spec_are_checked_by_name_and_range(small: Path
 
 
 def test_bench_table_says_what_ran_where() -> None:
-    from parpass.cli.bench import Run, render_table, summarize
+    from parpass.cli.bench_report import render_table, summarize
+    from parpass.cli.bench_runs import Run, leaf_kinds
     from parpass.transform import parse_pipeline
 
     pipeline = parse_pipeline("InferType,FoldConstant,Simplify,RemoveUnusedFunctions")
@@ -301,7 +302,7 @@ def test_bench_table_says_what_ran_where() -> None:
         return Run(workers, 1.0, dict.fromkeys(keys, 0.1), depths, [] if workers == 1 else waves, 0.5, [])
 
     runs = [run(1, True), run(2, True), run(2, False)]
-    summary = summarize(runs, [2], 2, {"sequential"}, pipeline)
+    summary = summarize(runs, [2], 2, {"sequential"}, leaf_kinds(pipeline))
     ran = {row["name"]: row["ran"]["2"] for row in summary["rows"]}
     assert ran == {
         "InferType": "mixed",  # shipped in one run, kept in-process in the other
