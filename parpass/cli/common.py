@@ -267,11 +267,12 @@ def _load_file(item: str, path: Path) -> None:
     resolved = path.resolve()
     existing = sys.modules.get(name)
     if existing is not None:
-        if getattr(existing, "__file__", None) and Path(existing.__file__).resolve() == resolved:  # type: ignore[arg-type]
+        existing_file = getattr(existing, "__file__", None)
+        if existing_file and Path(existing_file).resolve() == resolved:
             return
         raise UsageError(
             f"--load {item}: a different module named {name!r} is already imported "
-            f"({getattr(existing, '__file__', None) or 'built in'}); rename the file"
+            f"({existing_file or 'built in'}); rename the file"
         )
     directory = str(resolved.parent)
     if directory not in sys.path:

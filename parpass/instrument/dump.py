@@ -6,7 +6,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from parpass.instrument.base import PassInstrument
 
@@ -50,9 +50,9 @@ class DumpIR(PassInstrument):
     def __getstate__(self) -> dict[str, object]:
         return {"dump_dir": self.dump_dir, "counter": self.counter}
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.dump_dir = Path(state["dump_dir"])  # type: ignore[arg-type]
-        self.counter = int(state["counter"])  # type: ignore[call-overload]
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.dump_dir = Path(state["dump_dir"])
+        self.counter = int(state["counter"])
         self._lock = threading.Lock()
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from parpass.instrument.base import PassInstrument, same_fingerprint
 
@@ -141,9 +141,9 @@ class PrintAfterChange(_Printer):
     def __getstate__(self) -> dict[str, object]:
         return {"passes": self.passes, "file": self._file, "started": self._started}
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.passes = state["passes"]  # type: ignore[assignment]
-        self._file = state["file"]  # type: ignore[assignment]
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.passes = state["passes"]
+        self._file = state["file"]
         self._started = bool(state["started"])
         self._frames = _Frames()
 

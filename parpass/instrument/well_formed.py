@@ -110,7 +110,8 @@ class WellFormedInstrument(PassInstrument):
         return {"check_ty": self.check_ty, "check_before": self.check_before, "check_after": self.check_after}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(  # type: ignore[misc]
+        WellFormedInstrument.__init__(
+            self,
             bool(state.get("check_ty", True)),
             check_before=bool(state["check_before"]),
             check_after=bool(state["check_after"]),

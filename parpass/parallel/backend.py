@@ -87,7 +87,7 @@ def _broken_pool_type() -> type[BaseException]:
 BrokenPool = _broken_pool_type()
 
 
-class PoolLost(BrokenPool):  # type: ignore[misc,valid-type]
+class PoolLost(BrokenPool):  # type: ignore[misc,valid-type]  # a base chosen at run time (loky has no stubs)
     """The pool a task ran on was lost: a worker died, or the pool was killed.
 
     ``dead`` holds the pids of the workers that died on their own (a crash, a

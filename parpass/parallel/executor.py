@@ -19,7 +19,7 @@ import threading
 import time
 import warnings
 from collections.abc import Sequence
-from typing import NamedTuple, NoReturn
+from typing import NamedTuple, NoReturn, cast
 
 import cloudpickle
 import msgspec
@@ -429,7 +429,8 @@ class ParallelExecutor:
             dumps_for_workers(ctx.snapshot()),
             all_names,
             [data for _, data, _, _ in entries],
-            [location for _, _, _, location in entries],  # type: ignore[misc]
+            # the IR keeps an executor's location opaque; this executor records only (store, offset, length)
+            [cast("tuple[str, int, int] | None", location) for _, _, _, location in entries],
             msgspec.msgpack.encode(dict(mod.attrs)),
             bool(ctx.instruments),
             [digest or b"" for _, _, digest, _ in entries],
@@ -524,7 +525,8 @@ class ParallelExecutor:
             for (index, data), offset in zip(wave.probes, offsets, strict=True):
                 probed.append((store, index, offset, len(data)))
         live = {path: i for i, path in enumerate(crew.stores)}
-        placed = [(live[path], offset, length) for path, offset, length in locations]  # type: ignore[misc]
+        every = cast("list[tuple[str, int, int]]", locations)  # each one placed above
+        placed = [(live[path], offset, length) for path, offset, length in every]
         probes = [(index, live[store], offset, length) for store, index, offset, length in probed]
         wave_path = write_wave(
             wave.passes,

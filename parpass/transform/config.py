@@ -98,9 +98,11 @@ def _struct_fields(tp: type) -> list[tuple[str, Any, bool]]:
             (f.name, f.type, f.default is not msgspec.NODEFAULT or f.default_factory is not msgspec.NODEFAULT)
             for f in msgspec.structs.fields(tp)
         ]
+    if not dataclasses.is_dataclass(tp):
+        raise TypeError(f"{tp!r} is neither a msgspec Struct nor a dataclass")
     hints = typing.get_type_hints(tp)
     out = []
-    for f in dataclasses.fields(tp):  # type: ignore[arg-type]
+    for f in dataclasses.fields(tp):
         if not f.init:
             continue
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
@@ -111,7 +113,9 @@ def _struct_fields(tp: type) -> list[tuple[str, Any, bool]]:
 def _struct_values(value: object) -> dict[str, Any]:
     if isinstance(value, msgspec.Struct):
         return {name: getattr(value, name) for name in value.__struct_fields__}
-    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}  # type: ignore[arg-type]
+    if not dataclasses.is_dataclass(value):
+        raise TypeError(f"{type(value).__name__} is neither a msgspec Struct nor a dataclass")
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
 
 
 def _convert(value: object, tp: object) -> Any:

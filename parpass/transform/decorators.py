@@ -30,6 +30,8 @@ from parpass.transform.passes import FunctionPass, ModulePass, Pass, PrimFuncPas
 __all__ = ["PassDecorator", "function_pass", "module_pass", "prim_func_pass"]
 
 _P = TypeVar("_P", bound=Pass, covariant=True)
+#: The pass kinds a decorator makes; each is built from ``(pass_func, info)``.
+_Base = type[ModulePass] | type[FunctionPass] | type[PrimFuncPass]
 
 
 def default_pass_name(obj: object) -> str:
@@ -42,7 +44,7 @@ def default_pass_name(obj: object) -> str:
     return type(obj).__name__
 
 
-def _wrap_class(pass_cls: type, info: PassInfo, base: type[Pass], method: str, arity: int, params: str) -> type:
+def _wrap_class(pass_cls: type, info: PassInfo, base: _Base, method: str, arity: int, params: str) -> type:
     """A subclass of ``base`` named like ``pass_cls`` whose instances wrap an instance of ``pass_cls``."""
     label = "module pass" if base is ModulePass else f"{base._kind.lower()} pass"
     impl = inspect.getattr_static(pass_cls, method, None)
@@ -54,7 +56,7 @@ def _wrap_class(pass_cls: type, info: PassInfo, base: type[Pass], method: str, a
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         inst = pass_cls(*args, **kwargs)
-        base.__init__(self, getattr(inst, method), info)  # type: ignore[call-arg]
+        base.__init__(self, getattr(inst, method), info)
         self._inst = inst
 
     def __getattr__(self: Any, key: str) -> Any:
@@ -85,7 +87,7 @@ def _wrap_class(pass_cls: type, info: PassInfo, base: type[Pass], method: str, a
 
 def _make_decorator(
     kind: str,
-    base: type[Pass],
+    base: _Base,
     method: str,
     arity: int,
     params: str,
@@ -115,7 +117,7 @@ def _make_decorator(
             return _wrap_class(pass_arg, info, base, method, arity, params)
         if not callable(pass_arg):
             raise TypeError(f"{kind}_pass decorates a function or a class, got {type(pass_arg).__name__}: {pass_arg!r}")
-        return base(pass_arg, info)  # type: ignore[call-arg]
+        return base(pass_arg, info)
 
     if pass_func is not None:
         return create(pass_func)

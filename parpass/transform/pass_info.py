@@ -54,11 +54,14 @@ def check_pass_names(names: object, where: str, *, allow_set: bool = False) -> t
         raise TypeError(
             f"{where} must be a list or tuple of pass names, not a bare string ({names!r}); write [{names!r}]"
         )
-    kinds: tuple[type, ...] = (list, tuple, set, frozenset) if allow_set else (list, tuple)
-    if not isinstance(names, kinds):
+    items: Iterable[object]
+    if isinstance(names, (list, tuple)):
+        items = names
+    elif allow_set and isinstance(names, (set, frozenset)):
+        items = sorted(names, key=repr)
+    else:
         expected = "a list, tuple or set" if allow_set else "a list or tuple"
         raise TypeError(f"{where} must be {expected} of pass names, got {type(names).__name__}: {names!r}")
-    items: Iterable[Any] = sorted(names, key=repr) if isinstance(names, (set, frozenset)) else names  # type: ignore[assignment]
     out: list[str] = []
     for index, name in enumerate(items):
         if not isinstance(name, str) or not name:

@@ -62,6 +62,8 @@ _KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 _INT_RE = re.compile(r"[-+]?[0-9]+")
 _FLOAT_RE = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][-+]?[0-9]+)?")
 _SPECIAL_FLOATS = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+#: The parameters an option can name (not ``*args``, ``**kwargs`` or positional-only ones).
+_NAMED_PARAMETERS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 _WORD_STOP = frozenset(" \t\r\n{}(),=\"'")
 _SEQ = "seq"
 #: Options of ``seq{...}``: the Sequential's constructor arguments a spec can carry.
@@ -373,7 +375,7 @@ class _Parser:
         opening = self.pos
         self.pos += 1
         out: list[_Option] = []
-        seen: dict[str, int] = {}
+        seen: set[str] = set()
         while True:
             self.skip_ws()
             if self.peek() == ",":
@@ -387,33 +389,39 @@ class _Parser:
                 return out
             if not ch:
                 raise self.error("missing '}' to close the options opened here", opening)
-            m = _KEY_RE.match(self.text, self.pos)
-            if m is None:
-                raise self.error(f"expected an option name or '}}', found {self.describe_here()}")
-            key_pos = self.pos
-            key = m.group().replace("-", "_")
-            if key in seen:
-                raise self.error(f"option {key!r} given twice", key_pos)
-            seen[key] = key_pos
-            self.pos = m.end()
-            self.skip_ws()
-            if self.peek() != "=":
-                raise self.error(f"expected '=' after option {key!r}, found {self.describe_here()}")
-            self.pos += 1
-            self.skip_ws()
-            value_pos = self.pos
-            ch = self.peek()
-            if ch in ('"', "'"):
-                value: Any = self.string()
-            else:
-                end = self.pos
-                while end < len(self.text) and self.text[end] not in _WORD_STOP:
-                    end += 1
-                if end == self.pos:
-                    raise self.error(f"expected a value for option {key!r}, found {self.describe_here()}")
-                value = _word_value(self.text[self.pos : end])
-                self.pos = end
-            out.append(_Option(key, value, key_pos, value_pos))
+            out.append(self.option(seen))
+
+    def option(self, seen: set[str]) -> _Option:
+        """One ``key=value`` at ``pos``; ``seen`` holds the keys given before it in the same braces."""
+        m = _KEY_RE.match(self.text, self.pos)
+        if m is None:
+            raise self.error(f"expected an option name or '}}', found {self.describe_here()}")
+        key_pos = self.pos
+        key = m.group().replace("-", "_")
+        if key in seen:
+            raise self.error(f"option {key!r} given twice", key_pos)
+        seen.add(key)
+        self.pos = m.end()
+        self.skip_ws()
+        if self.peek() != "=":
+            raise self.error(f"expected '=' after option {key!r}, found {self.describe_here()}")
+        self.pos += 1
+        self.skip_ws()
+        value_pos = self.pos
+        return _Option(key, self.value(key), key_pos, value_pos)
+
+    def value(self, key: str) -> Any:
+        """An option's value at ``pos``: a quoted string, or a word (a number, a bool, or a bare string)."""
+        if self.peek() in ('"', "'"):
+            return self.string()
+        end = self.pos
+        while end < len(self.text) and self.text[end] not in _WORD_STOP:
+            end += 1
+        if end == self.pos:
+            raise self.error(f"expected a value for option {key!r}, found {self.describe_here()}")
+        word = self.text[self.pos : end]
+        self.pos = end
+        return _word_value(word)
 
     # ------------------------------------------------------------ building
 
@@ -422,37 +430,7 @@ class _Parser:
         if factory is None:
             hint = suggestion(name, registry.list_passes(), registry.PASS_LISTING)
             raise self.error(f"unknown pass {name!r}; {hint}", name_pos)
-        kwargs: dict[str, Any] = {}
-        if options:
-            try:
-                sig = inspect.signature(factory)
-            except (TypeError, ValueError):
-                sig = None
-            params = dict(sig.parameters) if sig is not None else {}
-            open_kwargs = sig is None or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-            accepted = {
-                k: p
-                for k, p in params.items()
-                if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-            }
-            for opt in options:
-                param = accepted.get(opt.key)
-                if param is None:
-                    if open_kwargs:
-                        kwargs[opt.key] = opt.value
-                        continue
-                    if not accepted:
-                        raise self.error(f"pass {name!r} takes no options", opt.key_pos)
-                    near = closest_names(opt.key, accepted, limit=3)
-                    raise self.error(
-                        f"pass {name!r} has no option {opt.key!r}; closest: {format_names(near)} "
-                        f"(options: {', '.join(accepted)})",
-                        opt.key_pos,
-                    )
-                problem = _check_value(factory, param, opt.value)
-                if problem is not None:
-                    raise self.error(f"option {opt.key!r} of pass {name!r} {problem}", opt.value_pos)
-                kwargs[opt.key] = opt.value
+        kwargs = self.pass_options(name, factory, options) if options else {}
         try:
             p = factory(**kwargs)
         except Exception as err:
@@ -466,8 +444,36 @@ class _Parser:
             # So that pipeline_spec(p) alone knows the options it was built with; a pass class with
             # __slots__ refuses the attribute, and then only the enclosing Pipeline knows.
             with contextlib.suppress(AttributeError):
-                p._parpass_spec = spec  # type: ignore[attr-defined]
+                p._parpass_spec = spec  # type: ignore[attr-defined]  # optional; pipeline_spec() reads it with getattr
         return p, spec
+
+    def pass_options(self, name: str, factory: Callable[..., Pass], options: list[_Option]) -> dict[str, Any]:
+        """``options`` as the factory's keyword arguments, each checked against its parameter."""
+        try:
+            sig: inspect.Signature | None = inspect.signature(factory)
+        except (TypeError, ValueError):
+            sig = None
+        params = dict(sig.parameters) if sig is not None else {}
+        open_kwargs = sig is None or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        accepted = {k: p for k, p in params.items() if p.kind in _NAMED_PARAMETERS}
+        kwargs: dict[str, Any] = {}
+        for opt in options:
+            param = accepted.get(opt.key)
+            if param is not None:
+                problem = _check_value(factory, param, opt.value)
+                if problem is not None:
+                    raise self.error(f"option {opt.key!r} of pass {name!r} {problem}", opt.value_pos)
+            elif not open_kwargs:
+                if not accepted:
+                    raise self.error(f"pass {name!r} takes no options", opt.key_pos)
+                near = closest_names(opt.key, accepted, limit=3)
+                raise self.error(
+                    f"pass {name!r} has no option {opt.key!r}; closest: {format_names(near)} "
+                    f"(options: {', '.join(accepted)})",
+                    opt.key_pos,
+                )
+            kwargs[opt.key] = opt.value
+        return kwargs
 
     def build_seq(self, frame: _Frame) -> Pipeline:
         values = dict(_SEQ_DEFAULTS)
@@ -497,27 +503,7 @@ class _Parser:
         while True:
             self.skip_ws()
             if expect_element:
-                start = self.pos
-                name, quoted = self.name()
-                self.skip_ws()
-                if name == _SEQ and not quoted:
-                    options = self.options() if self.peek() == "{" else []
-                    self.skip_ws()
-                    if self.peek() != "(":
-                        raise self.error(
-                            f"expected '(' after 'seq', found {self.describe_here()} "
-                            "(a pass named 'seq' must be quoted: \"seq\")"
-                        )
-                    self.pos += 1
-                    stack.append(_Frame(start, options))
-                    self.skip_ws()
-                    expect_element = self.peek() != ")"
-                    continue
-                options = self.options() if self.peek() == "{" else []
-                p, spec = self.build_pass(name, start, options)
-                stack[-1].passes.append(p)
-                stack[-1].specs.append(spec)
-                expect_element = False
+                expect_element = self.element(stack)
                 continue
             ch = self.peek()
             if ch == ",":
@@ -527,19 +513,45 @@ class _Parser:
                     raise self.error(f"expected a pass name after ',', found {self.describe_here()}")
                 expect_element = True
             elif ch == ")":
-                if len(stack) == 1:
-                    raise self.error("unmatched ')'")
-                frame = stack.pop()
-                self.pos += 1
-                seq = self.build_seq(frame)
-                stack[-1].passes.append(seq)
-                stack[-1].specs.append(_element_spec(seq))
+                self.close_seq(stack)
             elif not ch:
                 if len(stack) > 1:
                     raise self.error("missing ')' to close this 'seq('", stack[-1].start)
                 return Pipeline(stack[0].passes, stack[0].specs)
             else:
                 raise self.error(f"expected ',' or the end of the pipeline, found {self.describe_here()}")
+
+    def element(self, stack: list[_Frame]) -> bool:
+        """A pass (added to the innermost frame) or the opening of a ``seq(``; whether an element comes next."""
+        start = self.pos
+        name, quoted = self.name()
+        self.skip_ws()
+        options = self.options() if self.peek() == "{" else []
+        if name == _SEQ and not quoted:
+            self.skip_ws()
+            if self.peek() != "(":
+                raise self.error(
+                    f"expected '(' after 'seq', found {self.describe_here()} "
+                    "(a pass named 'seq' must be quoted: \"seq\")"
+                )
+            self.pos += 1
+            stack.append(_Frame(start, options))
+            self.skip_ws()
+            return self.peek() != ")"
+        p, spec = self.build_pass(name, start, options)
+        stack[-1].passes.append(p)
+        stack[-1].specs.append(spec)
+        return False
+
+    def close_seq(self, stack: list[_Frame]) -> None:
+        """The ``)`` at ``pos``: the innermost ``seq(`` built and added to the frame around it."""
+        if len(stack) == 1:
+            raise self.error("unmatched ')'")
+        frame = stack.pop()
+        self.pos += 1
+        seq = self.build_seq(frame)
+        stack[-1].passes.append(seq)
+        stack[-1].specs.append(_element_spec(seq))
 
 
 def parse_pipeline(text: str) -> Pipeline:
