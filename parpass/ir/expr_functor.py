@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import msgspec
 
@@ -102,13 +102,13 @@ def post_order(handler: _F) -> _F:
     body is already rewritten, removing an empty branch), and the IR may nest
     deeply.
     """
-    handler._parpass_post_order = True  # type: ignore[attr-defined]
+    vars(handler)["_parpass_post_order"] = True  # a function attribute; vars() keeps it typed
     return handler
 
 
 def _default(handler: _F) -> _F:
     """Mark a handler as the library's default (its children are visited first)."""
-    handler._parpass_default = True  # type: ignore[attr-defined]
+    vars(handler)["_parpass_default"] = True
     return handler
 
 
@@ -164,7 +164,7 @@ def _nested(handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
             if level == 1 and self._saved_limit is not None:
                 _restore_limit(self)
 
-    run_nested.__wrapped__ = handler  # type: ignore[attr-defined]
+    vars(run_nested)["__wrapped__"] = handler
     return run_nested
 
 
@@ -179,7 +179,7 @@ def _scoped(handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         finally:
             self._memo, self._keep = saved
 
-    run_in_scope.__wrapped__ = handler  # type: ignore[attr-defined]
+    vars(run_in_scope)["__wrapped__"] = handler
     return _nested(run_in_scope)
 
 
@@ -299,22 +299,27 @@ class _FunctorBase:
         if type(root) not in dispatch:
             raise TypeError(self._cannot_visit(root))
         memo = self._memo
-        kids_of = self._kids
         self._keep.append(root)  # keeps ids in the memo unique while it lives
-        for c in kids_of[type(root)](root):
+        for c in self._kids[type(root)](root):
             if type(c) in dispatch and id(c) not in memo:
-                break
-        else:  # fast path: nothing under the root to visit first (e.g. a call of variables)
-            k = id(root)
-            memo[k] = _PENDING
-            try:
-                r = dispatch[type(root)](self, root)
-            except BaseException:
-                if memo.get(k) is _PENDING:  # a nested walk that failed may have cleared it already
-                    del memo[k]
-                raise
-            memo[k] = r
-            return r
+                return self._walk_stack(root)
+        # fast path: nothing under the root to visit first (e.g. a call of variables)
+        k = id(root)
+        memo[k] = _PENDING
+        try:
+            r = dispatch[type(root)](self, root)
+        except BaseException:
+            if memo.get(k) is _PENDING:  # a nested walk that failed may have cleared it already
+                del memo[k]
+            raise
+        memo[k] = r
+        return r
+
+    def _walk_stack(self, root: Any) -> Any:
+        """:meth:`_walk` of a root with unvisited composite children: post-order, from an explicit stack."""
+        dispatch = self._dispatch
+        memo = self._memo
+        kids_of = self._kids
         get = memo.get
         stack = [root]
         push = stack.append
@@ -612,11 +617,12 @@ class ExprMutator(_RelaxFunctor):
 
     @_default
     def visit_call_(self, op: Call) -> Expr:
-        callee = self.visit_expr(op.op)
+        # visit_op_ and visit_global_var_ give a callee back
+        callee = cast("Op | GlobalVar", self.visit_expr(op.op))
         args = _visit_each(self.visit_expr, op.args)
         if callee is op.op and args is op.args:
             return op
-        return Call(callee, args, op.attrs)  # type: ignore[arg-type]
+        return Call(callee, args, op.attrs)
 
     @_default
     def visit_if_(self, op: If) -> Expr:

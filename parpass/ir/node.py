@@ -142,15 +142,34 @@ def freeze_value(value: Any, where: str = "attribute") -> AttrValue:
     if type(value) in _FROZEN:
         return value
     if type(value) is list:  # the common container: a flat list of scalars (a shape), frozen as a copy
-        for item in value:
-            if type(item) not in _SCALARS:
-                break
-        else:
-            flat = _new_list(FrozenList)
-            _fill_list(flat, value)
+        flat = _frozen_flat_list(value)
+        if flat is not None:
             return flat
     if not isinstance(value, (list, tuple, dict)):
         return _freeze_leaf(value, where)
+    return _freeze_container(value, where)
+
+
+def _frozen_flat_list(value: list[Any]) -> FrozenList | None:
+    """``value`` copied into a FrozenList if every item is a plain scalar, else None."""
+    for item in value:
+        if type(item) not in _SCALARS:
+            return None
+    flat = _new_list(FrozenList)
+    _fill_list(flat, value)
+    return flat
+
+
+def _put(container: FrozenAttrs | FrozenList, key: Any, item: AttrValue) -> None:
+    """Add a frozen ``item`` (at ``key`` if a dict) to a frozen container being built."""
+    if isinstance(container, FrozenAttrs):
+        dict.__setitem__(container, key, item)
+    else:
+        list.append(container, item)
+
+
+def _freeze_container(value: Any, where: str) -> AttrValue:
+    """A list, tuple or dict frozen, from an explicit stack of frames (deeply nested values are fine)."""
     frames = [_open(value, where, None)]
     while True:
         items, out, path, _ = frames[-1]
@@ -170,11 +189,7 @@ def freeze_value(value: Any, where: str = "attribute") -> AttrValue:
             done = frames.pop()
             if not frames:
                 return out
-            parent = frames[-1][1]
-            if type(parent) is FrozenAttrs:
-                dict.__setitem__(parent, done[3], out)
-            else:
-                list.append(parent, out)
+            _put(frames[-1][1], done[3], out)
 
 
 #: The integers msgpack carries (and so what a module may hold: it must be shippable to workers and savable).

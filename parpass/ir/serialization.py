@@ -467,16 +467,10 @@ def _decode_slot(codec: _Codec, raw: Any, src: str, where: str, at: str) -> Base
     return func
 
 
-def _read_envelope(
-    data: object, codec: _Codec, source: str | None, validate: bool
-) -> tuple[str, dict[str, Any], list[tuple[str, Any, BaseFunc | None]], BaseFunc | None]:
-    """Check and split an envelope: (kind, module attrs, [(name, raw function, decoded function or None)],
-    decoded function or None). With ``validate``, every function of a module is decoded (and returned)."""
-    src = source or f"<{codec.name} bytes>"
-    buf = _as_buffer(data)
-    _check_magic(buf, codec, src)
+def _envelope_items(buf: bytes | bytearray | memoryview, codec: _Codec, src: str) -> list[msgspec.Raw]:
+    """The top-level elements of an envelope, each still encoded."""
     try:
-        items = _deep_call(lambda b: codec.lib.decode(b, type=list[msgspec.Raw]), buf)
+        items: list[msgspec.Raw] = _deep_call(lambda b: codec.lib.decode(b, type=list[msgspec.Raw]), buf)
     except IRError as exc:
         raise IRFormatError(f"{src}: {exc}") from exc
     except UnicodeDecodeError as exc:
@@ -485,12 +479,11 @@ def _read_envelope(
         text = str(exc)
         kind = "data is truncated" if "truncated" in text else f"not valid {codec.name}"
         raise IRFormatError(f"{src}: {kind} ({text})") from exc
-    if len(items) < 3:
-        raise IRFormatError(f"{src}: envelope has {len(items)} elements, expected [magic, version, kind, ...]")
-    magic = _decode_part(codec, items[0], Any, src, "magic")
-    if magic != FORMAT_MAGIC:
-        raise IRFormatError(f"{src}: not parpass IR: first element is {magic!r}, expected {FORMAT_MAGIC!r}")
-    version = _decode_part(codec, items[1], Any, src, "format version")
+    return items
+
+
+def _check_version(version: object, src: str) -> None:
+    """Raise unless ``version`` is a format version this parpass reads."""
     if not isinstance(version, int) or isinstance(version, bool):
         raise IRFormatError(f"{src}: format version must be an integer, got {version!r}")
     if version not in SUPPORTED_VERSIONS:
@@ -499,33 +492,51 @@ def _read_envelope(
         raise IRFormatError(
             f"{src}: unsupported format version {version}{newer}; this parpass reads version(s) {supported}"
         )
-    kind = _decode_part(codec, items[2], Any, src, "payload kind")
-    if kind == "function":
-        if len(items) != 4:
-            raise IRFormatError(f"{src}: a function envelope has 4 elements, found {len(items)}")
-        return kind, {}, [], _decode_slot(codec, items[3], src, "function", "$[3]")
-    if kind != "module":
-        raise IRFormatError(f"{src}: unknown payload kind {kind!r}; expected 'module' or 'function'")
-    if len(items) != 5:
-        raise IRFormatError(f"{src}: a module envelope has 5 elements, found {len(items)}")
-    attrs = _decode_part(codec, items[3], dict[str, Any], src, "module attrs")
+
+
+def _payload_kind(items: list[msgspec.Raw], codec: _Codec, src: str) -> Any:
+    """The payload kind of an envelope (``"module"``, ``"function"``, or anything else), once its header checks."""
+    if len(items) < 3:
+        raise IRFormatError(f"{src}: envelope has {len(items)} elements, expected [magic, version, kind, ...]")
+    magic = _decode_part(codec, items[0], Any, src, "magic")
+    if magic != FORMAT_MAGIC:
+        raise IRFormatError(f"{src}: not parpass IR: first element is {magic!r}, expected {FORMAT_MAGIC!r}")
+    _check_version(_decode_part(codec, items[1], Any, src, "format version"), src)
+    return _decode_part(codec, items[2], Any, src, "payload kind")
+
+
+def _function_list_error(exc: msgspec.DecodeError, src: str) -> IRFormatError:
+    """A readable error for a module's function list that is not ``[[name, function], ...]``."""
+    match = _MSG_RE.match(str(exc))
+    path = match.group("path") if match else None
+    where = ""
+    step = re.match(r"\$\[(\d+)\](?:\[(\d+)\])?", path) if path else None
+    if step:
+        part = {None: "", "0": " (its name)", "1": " (its function)"}.get(step.group(2), "")
+        where = f" in entry #{step.group(1)}{part}"
+    msg = match.group("msg") if match else str(exc)
+    return IRFormatError(f"{src}: malformed function list{where}: {msg}")
+
+
+def _function_entries(codec: _Codec, raw: msgspec.Raw, src: str) -> list[tuple[str, msgspec.Raw]]:
+    """A module's ``(name, encoded function)`` entries."""
     try:
-        entries = _deep_call(lambda b: codec.lib.decode(b, type=list[tuple[str, msgspec.Raw]]), items[4])
+        entries: list[tuple[str, msgspec.Raw]] = _deep_call(
+            lambda b: codec.lib.decode(b, type=list[tuple[str, msgspec.Raw]]), raw
+        )
     except IRError as exc:
         raise IRFormatError(f"{src}: function list: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise IRFormatError(f"{src}: function list ($[4]): {_bad_utf8(exc)}") from exc
     except msgspec.DecodeError as exc:
-        match = _MSG_RE.match(str(exc))
-        path = match.group("path") if match else None
-        where = ""
-        if path:
-            step = re.match(r"\$\[(\d+)\](?:\[(\d+)\])?", path)
-            if step:
-                part = {None: "", "0": " (its name)", "1": " (its function)"}.get(step.group(2), "")
-                where = f" in entry #{step.group(1)}{part}"
-        msg = match.group("msg") if match else str(exc)
-        raise IRFormatError(f"{src}: malformed function list{where}: {msg}") from exc
+        raise _function_list_error(exc, src) from exc
+    return entries
+
+
+def _checked_entries(
+    entries: list[tuple[str, msgspec.Raw]], codec: _Codec, src: str, validate: bool
+) -> list[tuple[str, Any, BaseFunc | None]]:
+    """The entries with unique names checked, each with its function decoded (``validate``) or None."""
     seen: dict[str, int] = {}
     checked: list[tuple[str, Any, BaseFunc | None]] = []
     gc_was_enabled = gc.isenabled()
@@ -540,7 +551,30 @@ def _read_envelope(
     finally:
         if gc_was_enabled:
             gc.enable()
-    return kind, attrs, checked, None
+    return checked
+
+
+def _read_envelope(
+    data: object, codec: _Codec, source: str | None, validate: bool
+) -> tuple[str, dict[str, Any], list[tuple[str, Any, BaseFunc | None]], BaseFunc | None]:
+    """Check and split an envelope: (kind, module attrs, [(name, raw function, decoded function or None)],
+    decoded function or None). With ``validate``, every function of a module is decoded (and returned)."""
+    src = source or f"<{codec.name} bytes>"
+    buf = _as_buffer(data)
+    _check_magic(buf, codec, src)
+    items = _envelope_items(buf, codec, src)
+    kind = _payload_kind(items, codec, src)
+    if kind == "function":
+        if len(items) != 4:
+            raise IRFormatError(f"{src}: a function envelope has 4 elements, found {len(items)}")
+        return kind, {}, [], _decode_slot(codec, items[3], src, "function", "$[3]")
+    if kind != "module":
+        raise IRFormatError(f"{src}: unknown payload kind {kind!r}; expected 'module' or 'function'")
+    if len(items) != 5:
+        raise IRFormatError(f"{src}: a module envelope has 5 elements, found {len(items)}")
+    attrs = _decode_part(codec, items[3], dict[str, Any], src, "module attrs")
+    entries = _function_entries(codec, items[4], src)
+    return kind, attrs, _checked_entries(entries, codec, src, validate), None
 
 
 def to_bytes(x: IRObject) -> bytes:
@@ -644,23 +678,35 @@ def _json_problem(root: object) -> str | None:
     stack: list[tuple[object, str, bool]] = [(root, "", False)]
     while stack:
         obj, path, in_attrs = stack.pop()
-        if isinstance(obj, float):
-            if not math.isfinite(obj):
-                return f"{path or 'value'}: JSON cannot represent the float {obj!r}"
-        elif isinstance(obj, (bytes, bytearray)):
-            if in_attrs:
-                return f"{path}: JSON would turn the bytes attribute into a string"
-        elif isinstance(obj, msgspec.Struct):
-            for name in obj.__struct_fields__:
-                value = getattr(obj, name)
-                if value is not None and not isinstance(value, (str, int)):
-                    child_attrs = in_attrs or isinstance(value, dict)
-                    stack.append((value, f"{path}.{name}" if path else name, child_attrs))
-        elif isinstance(obj, (tuple, list)):
-            stack.extend((item, f"{path}[{i}]", in_attrs) for i, item in enumerate(obj))
-        elif isinstance(obj, dict):
-            stack.extend((value, f"{path}[{key!r}]", True) for key, value in obj.items())
+        problem = _json_value_problem(obj, path, in_attrs)
+        if problem is not None:
+            return problem
+        stack.extend(_json_children(obj, path, in_attrs))
     return None
+
+
+def _json_value_problem(obj: object, path: str, in_attrs: bool) -> str | None:
+    """Why the scalar ``obj`` at ``path`` would not come back from JSON, or None."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return f"{path or 'value'}: JSON cannot represent the float {obj!r}"
+    if in_attrs and isinstance(obj, (bytes, bytearray)):
+        return f"{path}: JSON would turn the bytes attribute into a string"
+    return None
+
+
+def _json_children(obj: object, path: str, in_attrs: bool) -> list[tuple[object, str, bool]]:
+    """The parts of ``obj`` that :func:`_json_problem` looks into, with their paths; whether they are attributes."""
+    if isinstance(obj, msgspec.Struct):
+        return [
+            (value, f"{path}.{name}" if path else name, in_attrs or isinstance(value, dict))
+            for name in obj.__struct_fields__
+            if (value := getattr(obj, name)) is not None and not isinstance(value, (str, int))
+        ]
+    if isinstance(obj, (tuple, list)):
+        return [(item, f"{path}[{i}]", in_attrs) for i, item in enumerate(obj)]
+    if isinstance(obj, dict):
+        return [(value, f"{path}[{key!r}]", True) for key, value in obj.items()]
+    return []
 
 
 def _function_for_json(mod: IRModule, name: str) -> BaseFunc:

@@ -645,7 +645,7 @@ def _normalize_map(value_map: Mapping[Any, Any]) -> dict[int, PrimExpr]:
         else:
             raise TypeError(f"substitute: map keys must be tir.Var or int vids, got {_describe(key)}")
         if isinstance(value, tir.PrimExprBase):
-            out[vid] = value  # type: ignore[assignment]
+            out[vid] = cast(PrimExpr, value)  # the PrimExpr union lists every concrete PrimExprBase class
         elif isinstance(value, (int, float)):
             out[vid] = tir.convert(value, dtype=dtype)
         else:
@@ -681,13 +681,15 @@ def substitute(node: _N, value_map: ValueMap) -> _N:
         mutator = _CallableSubstituter(value_map)
     else:
         raise TypeError(f"substitute: value_map must be a mapping or a function, got {_describe(value_map)}")
-    kind = type(node)
-    if kind is PrimFunc:
-        return mutator.visit_prim_func(node)  # type: ignore[arg-type,return-value]
-    if kind is Buffer:
-        return mutator.visit_buffer(node)  # type: ignore[arg-type,return-value]
+    # each visit gives back a node of the kind it was given (the same class for a PrimFunc or a Buffer)
+    subject: object = node  # narrowed by its class below (a TypeVar is not)
+    if type(subject) is PrimFunc:
+        return cast(_N, mutator.visit_prim_func(subject))
+    if type(subject) is Buffer:
+        return cast(_N, mutator.visit_buffer(subject))
+    kind = type(subject)
     if kind in mutator._dispatch or kind in mutator._leaf_dispatch:
-        return mutator.visit_stmt(node)  # type: ignore[arg-type,return-value]
+        return cast(_N, mutator.visit_stmt(cast(Stmt, subject)))  # its dispatch takes expressions too
     raise TypeError(
         f"substitute: cannot substitute in {_describe(node)}; expected a tir expression, statement, Buffer or PrimFunc"
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from typing import Union
+from typing import Union, cast
 
 import msgspec
 
@@ -26,39 +26,44 @@ class _TirNode(Node, frozen=True, gc=False, tag=lambda name: f"tir.{name}"):
     """Base of the loop-level IR nodes; their tags are ``tir.<Class>``."""
 
 
+def _this(node: PrimExprBase) -> PrimExpr:
+    """``node`` typed as the :data:`PrimExpr` union, which lists every concrete PrimExprBase class."""
+    return cast("PrimExpr", node)
+
+
 class PrimExprBase(_TirNode, frozen=True, gc=False):
     """Base of loop-level expressions; Python arithmetic operators build new nodes."""
 
     @property
     def dtype(self) -> str:
-        return expr_dtype(self)  # type: ignore[arg-type]
+        return expr_dtype(self)
 
     def __add__(self, other: PrimExprLike) -> Add:
-        return Add(self, convert(other, self))  # type: ignore[arg-type]
+        return Add(_this(self), convert(other, self))
 
     def __radd__(self, other: PrimExprLike) -> Add:
-        return Add(convert(other, self), self)  # type: ignore[arg-type]
+        return Add(convert(other, self), _this(self))
 
     def __sub__(self, other: PrimExprLike) -> Sub:
-        return Sub(self, convert(other, self))  # type: ignore[arg-type]
+        return Sub(_this(self), convert(other, self))
 
     def __rsub__(self, other: PrimExprLike) -> Sub:
-        return Sub(convert(other, self), self)  # type: ignore[arg-type]
+        return Sub(convert(other, self), _this(self))
 
     def __mul__(self, other: PrimExprLike) -> Mul:
-        return Mul(self, convert(other, self))  # type: ignore[arg-type]
+        return Mul(_this(self), convert(other, self))
 
     def __rmul__(self, other: PrimExprLike) -> Mul:
-        return Mul(convert(other, self), self)  # type: ignore[arg-type]
+        return Mul(convert(other, self), _this(self))
 
     def __floordiv__(self, other: PrimExprLike) -> FloorDiv:
-        return FloorDiv(self, convert(other, self))  # type: ignore[arg-type]
+        return FloorDiv(_this(self), convert(other, self))
 
     def __mod__(self, other: PrimExprLike) -> FloorMod:
-        return FloorMod(self, convert(other, self))  # type: ignore[arg-type]
+        return FloorMod(_this(self), convert(other, self))
 
     def __neg__(self) -> Sub:
-        return Sub(convert(0, self), self)  # type: ignore[arg-type]
+        return Sub(convert(0, self), _this(self))
 
 
 # ---------------------------------------------------------------- leaves
@@ -432,7 +437,7 @@ class PrimFunc(BaseFunc, frozen=True, gc=False, tag="PrimFunc"):
 # ---------------------------------------------------------------- helpers
 
 
-def expr_dtype(expr: PrimExpr) -> str:
+def expr_dtype(expr: PrimExprBase) -> str:
     """The dtype of ``expr`` (``"int32x4"`` for a 4-lane vector), computed without recursion."""
     node: PrimExprBase = expr
     lanes = 1
@@ -454,12 +459,17 @@ def expr_dtype(expr: PrimExpr) -> str:
             lanes *= node.lanes
             node = node.value
         elif isinstance(node, BufferLoad):
-            for index in node.indices:
-                if isinstance(index, (Ramp, Broadcast, _Binary)):
-                    lanes *= lanes_of(expr_dtype(index))
-            return vector_dtype(node.buffer.dtype, lanes)
+            return _buffer_load_dtype(node, lanes)
         else:
             raise TypeError(f"not a PrimExpr: {type(node).__name__}")
+
+
+def _buffer_load_dtype(load: BufferLoad, lanes: int) -> str:
+    """The dtype of a load, ``lanes`` times over: vector indices make it a vector of their lanes."""
+    for index in load.indices:
+        if isinstance(index, (Ramp, Broadcast, _Binary)):
+            lanes *= lanes_of(expr_dtype(index))
+    return vector_dtype(load.buffer.dtype, lanes)
 
 
 def convert(value: PrimExprLike, like: PrimExprBase | None = None, dtype: str | None = None) -> PrimExpr:
