@@ -173,18 +173,9 @@ class ParallelExecutor:
     ) -> IRModule:
         names = tuple(p.info.name for p in passes)
         cfg = ParallelConfig.of(ctx)
-        if backend_mod.in_worker():
-            return self._run_inline(passes, mod, ctx, observer, names, "nested in a worker")
-        if cfg.num_workers < 1:
-            raise ParallelExecutionError(f"config option 'parpass.num_workers' must be >= 1, got {cfg.num_workers}")
-        if cfg.num_workers == 1 or cfg.mode == "never":
-            _warn_unenforced_timeout(cfg, names, "configured in-process")
-            return self._run_inline(passes, mod, ctx, observer, names, "configured in-process")
-        vetoer = _vetoing_instrument(ctx)
-        if vetoer is not None:
-            reason = f"instrument {vetoer} may veto nested passes"
-            _warn_unenforced_timeout(cfg, names, reason)
-            return self._run_inline(passes, mod, ctx, observer, names, reason)
+        forced = _inline_reason(ctx, cfg, names)
+        if forced is not None:
+            return self._run_inline(passes, mod, ctx, observer, names, forced)
         targets = _targets(passes, mod)
         if not targets:
             return self._run_inline(passes, mod, ctx, observer, names, "no target functions")
@@ -212,14 +203,8 @@ class ParallelExecutor:
             if isinstance(outcome, IRModule):
                 return outcome
             probe = outcome
-        t0 = time.perf_counter()
-        entries = _entries(mod, names)  # encodes what is held only decoded
-        position = {entry[0]: i for i, entry in enumerate(entries)}
-        indices = [position[name] for name in targets]
-        sizes = [len(entries[i][1]) for i in indices]
-        encode_seconds = time.perf_counter() - t0
-        self._bytes_per_function = sum(sizes) / len(sizes)
-        shipped = _Shipped(entries, position, indices, sizes, encode_seconds)
+        shipped = _shipped(mod, names, targets)
+        self._bytes_per_function = sum(shipped.sizes) / len(shipped.sizes)
         return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, shipped, probe)
 
     def _pack(self, passes: Sequence[FunctionLevelPass], names: tuple[str, ...], cfg: ParallelConfig) -> bytes | None:
@@ -908,6 +893,33 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
         else:
             ctx.instrument_pass_error(nested, info, error)
     replay(pending)
+
+
+def _inline_reason(ctx: PassContext, cfg: ParallelConfig, names: tuple[str, ...]) -> str | None:
+    """Why the chain runs in-process whatever it would cost (None: it may go to the workers)."""
+    if backend_mod.in_worker():
+        return "nested in a worker"
+    if cfg.num_workers < 1:
+        raise ParallelExecutionError(f"config option 'parpass.num_workers' must be >= 1, got {cfg.num_workers}")
+    if cfg.num_workers == 1 or cfg.mode == "never":
+        reason = "configured in-process"
+    else:
+        vetoer = _vetoing_instrument(ctx)
+        if vetoer is None:
+            return None
+        reason = f"instrument {vetoer} may veto nested passes"
+    _warn_unenforced_timeout(cfg, names, reason)
+    return reason
+
+
+def _shipped(mod: IRModule, names: tuple[str, ...], targets: list[str]) -> _Shipped:
+    """What a wave of the chain ``names`` on ``targets`` ships, read from ``mod`` (encoding what is held decoded)."""
+    t0 = time.perf_counter()
+    entries = _entries(mod, names)
+    position = {entry[0]: i for i, entry in enumerate(entries)}
+    indices = [position[name] for name in targets]
+    sizes = [len(entries[i][1]) for i in indices]
+    return _Shipped(entries, position, indices, sizes, time.perf_counter() - t0)
 
 
 def _entries(mod: IRModule, names: tuple[str, ...]) -> list[tuple[str, bytes | memoryview, bytes | None, object]]:
