@@ -884,6 +884,23 @@ def random_module(
     A few Functions hold stateful ``print`` calls, so interpreting a module writes
     some lines to stdout.
     """
+    num_prim_funcs = _checked_counts(num_functions, num_prim_funcs, size, seed)
+    rng = random.Random(seed)
+    total = num_functions + num_prim_funcs
+    skip = set(rng.sample(range(total), max(1, total // 20))) if total >= 5 else set()
+    # Module order interleaves the two kinds; index -> kind.
+    kinds = ["F"] * num_functions + ["P"] * num_prim_funcs
+    rng.shuffle(kinds)
+    plan = _ModulePlan(rng, size, num_functions, _palette(rng))
+    funcs: list[tuple[str, BaseFunc]] = []
+    for index, kind in enumerate(kinds):
+        attrs: Attrs = {"SkipOptimization": True} if index in skip else {}
+        funcs.append(plan.function(attrs) if kind == "F" else plan.prim_func(attrs))
+    return IRModule(funcs)
+
+
+def _checked_counts(num_functions: int, num_prim_funcs: int | None, size: int, seed: int) -> int:
+    """The arguments of :func:`random_module` checked; returns ``num_prim_funcs`` with its default resolved."""
     for arg, value in (("num_functions", num_functions), ("size", size), ("seed", seed)):
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"random_module: {arg} must be an int, got {type(value).__name__}: {value!r}")
@@ -895,51 +912,55 @@ def random_module(
         raise ValueError(f"random_module: function counts must be >= 0, got {num_functions} and {num_prim_funcs}")
     if size < 1:
         raise ValueError(f"random_module: size must be >= 1, got {size}")
+    return num_prim_funcs
 
-    rng = random.Random(seed)
-    total = num_functions + num_prim_funcs
-    skip = set(rng.sample(range(total), max(1, total // 20))) if total >= 5 else set()
-    # Module order interleaves the two kinds; index -> kind.
-    kinds = ["F"] * num_functions + ["P"] * num_prim_funcs
-    rng.shuffle(kinds)
 
+def _palette(rng: random.Random) -> list[tuple[int, ...]]:
+    """The few tensor shapes a module's Functions share, so their signatures match and they can call each other."""
     palette: list[tuple[int, ...]] = []
     for _ in range(4):
         rank = rng.randint(1, 3)
         palette.append(tuple(_DIMS[rng.randrange(len(_DIMS))] for _ in range(rank)))
+    return palette
 
-    funcs: list[tuple[str, BaseFunc]] = []
-    callees: list[_Signature] = []
-    f_count = p_count = 0
-    for index, kind in enumerate(kinds):
-        attrs: Attrs = {}
-        func: BaseFunc
-        if kind == "F":
-            is_main = f_count == num_functions - 1
-            name = "main" if is_main else f"{_FUNC_WORDS[rng.randrange(len(_FUNC_WORDS))]}_{f_count}"
-            role = rng.random()
-            if is_main or role < 0.1:
-                attrs["global_symbol"] = name
-            if index in skip:
-                attrs["SkipOptimization"] = True
-            dtype = "float32" if rng.random() < 0.9 else "int32"
-            gen = _FunctionGen(rng, dtype, palette, callees, call_boost=4 if is_main else 1)
-            budget = _draw_size(rng, size)
-            func, sig = gen.build(max(budget, 2 * size) if is_main else budget, name, attrs)
-            if 0.1 <= role < 0.2 and not is_main:
-                pass  # an orphan: never called, no entry point -> unreachable
-            else:
-                callees.append(sig)
-            f_count += 1
-        else:
-            budget = _draw_size(rng, size)
-            words = [_KERNEL_WORDS[rng.randrange(len(_KERNEL_WORDS))] for _ in range(rng.randint(1, 3))]
-            name = "fused_" + "_".join(words) + f"_{p_count}"
-            if rng.random() < 0.9:
-                attrs["global_symbol"] = name
-            if index in skip:
-                attrs["SkipOptimization"] = True
-            func = _PrimGen(rng).build(budget, name, attrs)
-            p_count += 1
-        funcs.append((name, func))
-    return IRModule(funcs)
+
+class _ModulePlan:
+    """Draws a module's functions one by one, in module order, from the module's one ``rng``."""
+
+    def __init__(self, rng: random.Random, size: int, num_functions: int, palette: list[tuple[int, ...]]) -> None:
+        self.rng = rng
+        self.size = size
+        self.num_functions = num_functions
+        self.palette = palette
+        self.callees: list[_Signature] = []  # Functions later ones may call (orphans are left out)
+        self.f_count = 0
+        self.p_count = 0
+
+    def function(self, attrs: Attrs) -> tuple[str, BaseFunc]:
+        """The next dataflow Function; the last one is ``main``, an entry point with a bigger budget."""
+        rng = self.rng
+        is_main = self.f_count == self.num_functions - 1
+        name = "main" if is_main else f"{_FUNC_WORDS[rng.randrange(len(_FUNC_WORDS))]}_{self.f_count}"
+        role = rng.random()
+        if is_main or role < 0.1:
+            attrs = {"global_symbol": name, **attrs}
+        dtype = "float32" if rng.random() < 0.9 else "int32"
+        gen = _FunctionGen(rng, dtype, self.palette, self.callees, call_boost=4 if is_main else 1)
+        budget = _draw_size(rng, self.size)
+        func, sig = gen.build(max(budget, 2 * self.size) if is_main else budget, name, attrs)
+        if is_main or not 0.1 <= role < 0.2:  # else an orphan: never called, no entry point -> unreachable
+            self.callees.append(sig)
+        self.f_count += 1
+        return name, func
+
+    def prim_func(self, attrs: Attrs) -> tuple[str, BaseFunc]:
+        """The next PrimFunc, named like a fused kernel; most are entry points."""
+        rng = self.rng
+        budget = _draw_size(rng, self.size)
+        words = [_KERNEL_WORDS[rng.randrange(len(_KERNEL_WORDS))] for _ in range(rng.randint(1, 3))]
+        name = "fused_" + "_".join(words) + f"_{self.p_count}"
+        if rng.random() < 0.9:
+            attrs = {"global_symbol": name, **attrs}
+        func = _PrimGen(rng).build(budget, name, attrs)
+        self.p_count += 1
+        return name, func
