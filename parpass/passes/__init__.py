@@ -7,8 +7,8 @@ the pass, as in TVM. They are written only against :mod:`parpass.ir` and
 
 Dataflow (``Function``) passes: :func:`InferType`, :func:`CanonicalizeBindings`,
 :func:`FoldConstant`, :func:`EliminateCommonSubexpr`, :func:`DeadCodeElimination`.
-Loop-level (``PrimFunc``) passes: :func:`Simplify`, :func:`UnrollLoop`,
-:func:`VectorizeLoop`, :func:`FlattenBuffer`, :func:`RemoveNoOp`.
+Loop-level (``PrimFunc``) passes: :func:`Simplify`, :class:`UnrollLoop`,
+:class:`VectorizeLoop`, :class:`FlattenBuffer`, :class:`RemoveNoOp`.
 Module passes: :func:`RemoveUnusedFunctions`.
 :func:`default_pipeline` chains them all.
 """

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from parpass.ir.dtype import element_dtype, lanes_of
+from parpass.ir.dtype import element_dtype, lanes_of, vector_dtype
 from parpass.ir.module import IRModule
 from parpass.ir.stmt_functor import StmtExprMutator
 from parpass.ir.tir import (
@@ -157,11 +157,24 @@ def _flat_index(indices: tuple[PrimExpr, ...], strides: tuple[PrimExpr, ...]) ->
             ramp_base = _add(ramp_base, _mul(_as(index.base, dtype), stride))
             ramp_stride = _add(ramp_stride, _mul(_as(index.stride, dtype), stride))
         else:
-            vec = index if element_dtype(idt) == dtype else Cast(f"{dtype}x{lanes}", index)
-            vectors.append(vec if type(stride) is IntImm and stride.value == 1 else Mul(vec, Broadcast(stride, lanes)))
+            vectors.append(_scaled_vector(index, element_dtype(idt), stride, dtype, lanes))
     if lanes == 1:
         return scalar
-    if not vectors:  # every vector index is a Ramp: one Ramp
+    return _vector_sum(scalar, ramp_base, ramp_stride, vectors, lanes)
+
+
+def _scaled_vector(index: PrimExpr, base: str, stride: PrimExpr, dtype: str, lanes: int) -> PrimExpr:
+    """``index * stride`` for a vector ``index`` that is not a Ramp (elements of dtype ``base``) in ``dtype``."""
+    vec = index if base == dtype else Cast(vector_dtype(dtype, lanes), index)
+    return vec if type(stride) is IntImm and stride.value == 1 else Mul(vec, Broadcast(stride, lanes))
+
+
+def _vector_sum(
+    scalar: PrimExpr, ramp_base: PrimExpr, ramp_stride: PrimExpr, vectors: list[PrimExpr], lanes: int
+) -> PrimExpr:
+    """The flat vector index: the ``vectors``, plus ``ramp(ramp_base, ramp_stride)`` (the Ramp indices' terms),
+    plus the ``scalar`` indices' terms broadcast; a single Ramp when all vector indices are Ramps."""
+    if not vectors:
         return Ramp(_add(scalar, ramp_base), ramp_stride, lanes)
     out = vectors[0]
     for v in vectors[1:]:

@@ -6,8 +6,10 @@ Configured by the PassContext option ``"tir.UnrollLoop"``, a
     with PassContext(config={"tir.UnrollLoop": {"auto_max_step": 16}}):
         mod = UnrollLoop()(mod)
 
-or by keyword overrides of the same fields: ``UnrollLoop(auto_max_step=16,
-explicit_unroll=False)`` (an override wins over the context's value).
+or by the pass's own fields, the same ones: ``UnrollLoop(auto_max_step=16,
+explicit_unroll=False)``. A field given wins over the context's value; a field
+left out (None) is read from the context when the pass runs, so ``UnrollLoop()``
+does what TVM's ``UnrollLoop()``, which takes no options, does.
 
 TVM's rules, decided bottom-up over each loop nest:
 
@@ -48,13 +50,15 @@ longer counts).
 
 from __future__ import annotations
 
-import functools
 import inspect
-from typing import Annotated, Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar
 
 import msgspec
 
 from parpass.ir import IdSupply
+from parpass.ir.module import IRModule
 from parpass.ir.stmt_functor import StmtExprMutator, post_order, post_order_visit, substitute
 from parpass.ir.tir import (
     Add,
@@ -75,14 +79,12 @@ from parpass.ir.tir import (
     Var,
 )
 from parpass.transform import (
-    Pass,
     PassConfigError,
     PassContext,
+    PrimFuncTransform,
     Statistic,
     get_config_option,
-    prim_func_pass,
     register_config_option,
-    register_pass,
 )
 
 __all__ = ["UnrollLoop", "UnrollLoopConfig", "unroll_prim_func"]
@@ -118,8 +120,10 @@ register_config_option(
 
 _INT32_MAX = (1 << 31) - 1
 _UNROLL, _MARK = "unroll", "mark"
-# Tasks of the decision walk.
-_VISIT, _ELEM_BEGIN, _ELEM_END, _FOR_EXIT = range(4)
+# Loop kinds, looked up once: an enum member lookup is slow next to the rest of a decision.
+_SERIAL, _UNROLLED = ForKind.SERIAL, ForKind.UNROLLED
+# The tasks of the decision walk.
+_VISIT, _ENTER_ELEMENT, _LEAVE_ELEMENT, _LEAVE_LOOP = range(4)
 
 
 def _extent(loop: For) -> int:
@@ -130,96 +134,141 @@ def _extent(loop: For) -> int:
     return -1
 
 
+def _own_exprs(stmt: Any) -> tuple[PrimExpr, ...]:
+    """The expressions of ``stmt`` itself, not those of the statements inside it."""
+    kind = type(stmt)
+    if kind is BufferStore:
+        return (stmt.value, *stmt.indices)
+    if kind is Evaluate or kind is LetStmt:
+        return (stmt.value,)
+    if kind is IfThenElse:
+        return (stmt.condition,)
+    if kind is For:
+        return (stmt.min, stmt.extent)
+    return ()
+
+
 def _local_index_vars(stmt: Any, local: set[int], touched: set[int]) -> None:
     """Add to ``touched`` the variables indexing ``local`` buffers in the accesses of ``stmt`` itself."""
 
-    def mark_index(index: PrimExpr) -> None:
-        post_order_visit(index, lambda n: touched.add(n.vid) if type(n) is Var else None)
+    def mark(node: Any) -> None:
+        if type(node) is Var:
+            touched.add(node.vid)
 
     def visit(node: Any) -> None:
         if type(node) is BufferLoad and node.buffer.vid in local:
             for index in node.indices:
-                mark_index(index)
+                post_order_visit(index, mark)
 
-    kind = type(stmt)
-    exprs: list[PrimExpr] = []
-    if kind is BufferStore:
-        if stmt.buffer.vid in local:
-            for index in stmt.indices:
-                mark_index(index)
-        exprs = [stmt.value, *stmt.indices]
-    elif kind is Evaluate or kind is LetStmt:
-        exprs = [stmt.value]
-    elif kind is IfThenElse:
-        exprs = [stmt.condition]
-    elif kind is For:
-        exprs = [stmt.min, stmt.extent]
-    for e in exprs:
+    if type(stmt) is BufferStore and stmt.buffer.vid in local:
+        for index in stmt.indices:
+            post_order_visit(index, mark)
+    for e in _own_exprs(stmt):
         post_order_visit(e, visit)
 
 
-def _decide(body: Stmt, cfg: UnrollLoopConfig) -> dict[int, str]:
-    """TVM's LoopUnroller state machine, run iteratively: which loops to unroll or mark (by ``id``)."""
-    decisions: dict[int, str] = {}
-    steps = unroll_depth = normal_depth = 0
-    saved: list[tuple[int, int, int]] = []
-    local: set[int] = set()
-    touched: set[int] = set()
-    tasks: list[tuple[int, Any]] = [(_VISIT, body)]
-    while tasks:
-        code, s = tasks.pop()
-        if code == _VISIT:
-            kind = type(s)
-            if cfg.unroll_local_access and local:
-                _local_index_vars(s, local, touched)
-            if kind is For:
-                tasks.append((_FOR_EXIT, s))
-                tasks.append((_VISIT, s.body))
-            elif kind is SeqStmt:  # each element counted from zero, then added up (TVM)
-                for element in reversed(s.seq):
-                    tasks.extend(((_ELEM_END, None), (_VISIT, element), (_ELEM_BEGIN, None)))
-            elif kind is BufferStore or kind is Evaluate:
-                steps += 1
-            elif kind is IfThenElse:  # both branches, one after the other, without reset (TVM)
-                if s.else_case is not None:
-                    tasks.append((_VISIT, s.else_case))
-                tasks.append((_VISIT, s.then_case))
-            elif kind is LetStmt:
-                tasks.append((_VISIT, s.body))
-            elif kind is Allocate:
-                local.add(s.buffer.vid)
-                tasks.append((_VISIT, s.body))
-        elif code == _ELEM_BEGIN:
-            saved.append((steps, unroll_depth, normal_depth))
-            steps = unroll_depth = normal_depth = 0
-        elif code == _ELEM_END:
-            s0, u0, n0 = saved.pop()
-            steps += s0
-            unroll_depth = max(unroll_depth, u0)
-            normal_depth = max(normal_depth, n0)
-        else:  # _FOR_EXIT: the body has been counted
-            value = _extent(s)
-            auto = (
-                s.kind == ForKind.SERIAL
-                and value >= 0
-                and normal_depth == 0
-                and unroll_depth <= cfg.auto_max_depth
-                and (value * steps <= cfg.auto_max_step or value <= cfg.auto_max_extent)
-            )
-            if s.kind == ForKind.UNROLLED and value >= 0:
-                auto = True
-            if cfg.unroll_local_access and value > 0 and s.loop_var.vid in touched:
-                auto = True
-            if auto:
-                steps *= value
-                unroll_depth += 1
+class _Planner:
+    """TVM's LoopUnroller, run iteratively: decides which loops to unroll or mark (by ``id``).
+
+    Bottom-up over each loop nest it counts TVM's ``step_count_`` (the statements a body will have once the loops
+    inside it are unrolled), ``unroll_depth_`` and ``normal_loop_depth_`` (how deep unrolled and remaining loops
+    nest inside it); a loop's decision depends on those of its body. The walk is a stack of tasks, so deep nests do
+    not recurse.
+    """
+
+    __slots__ = ("cfg", "decisions", "local", "normal_depth", "saved", "steps", "tasks", "touched", "unroll_depth")
+
+    def __init__(self, cfg: UnrollLoopConfig) -> None:
+        self.cfg = cfg
+        self.decisions: dict[int, str] = {}
+        self.steps = self.unroll_depth = self.normal_depth = 0
+        self.saved: list[tuple[int, int, int]] = []  # the counts of the sequence around the element being counted
+        self.local: set[int] = set()  # buffers allocated in the function: "local" memory
+        self.touched: set[int] = set()  # variables indexing a local buffer
+        self.tasks: list[tuple[int, Any]] = []  # (what to do, the statement it is done to)
+
+    def plan(self, body: Stmt) -> dict[int, str]:
+        """The decision for each loop of ``body`` that is unrolled or marked, by the loop's ``id``."""
+        tasks, local, saved = self.tasks, self.local, self.saved
+        track_local = self.cfg.unroll_local_access
+        tasks.append((_VISIT, body))
+        while tasks:
+            code, arg = tasks.pop()
+            if code is _VISIT:
+                if track_local and local:
+                    _local_index_vars(arg, local, self.touched)
+                kind = type(arg)
+                if kind is BufferStore or kind is Evaluate:
+                    self.steps += 1
+                else:
+                    handler = _PLAN_HANDLERS.get(kind)
+                    if handler is not None:
+                        handler(self, arg)
+            elif code is _ENTER_ELEMENT:  # each element of a sequence is counted from zero (TVM)
+                saved.append((self.steps, self.unroll_depth, self.normal_depth))
+                self.steps = self.unroll_depth = self.normal_depth = 0
+            elif code is _LEAVE_ELEMENT:  # ... then added to the sequence's counts
+                steps, unroll_depth, normal_depth = saved.pop()
+                self.steps += steps
+                self.unroll_depth = max(self.unroll_depth, unroll_depth)
+                self.normal_depth = max(self.normal_depth, normal_depth)
             else:
-                normal_depth += 1
-            if (auto and cfg.explicit_unroll) or (cfg.auto_max_extent == 1 and 0 <= value <= 1):
-                decisions[id(s)] = _UNROLL
-            elif auto and s.kind != ForKind.UNROLLED:
-                decisions[id(s)] = _MARK
-    return decisions
+                self.leave_loop(arg)
+        return self.decisions
+
+    def visit_for(self, loop: For) -> None:
+        self.tasks += ((_LEAVE_LOOP, loop), (_VISIT, loop.body))
+
+    def visit_seq(self, seq: SeqStmt) -> None:
+        tasks = self.tasks
+        for element in reversed(seq.seq):
+            tasks += ((_LEAVE_ELEMENT, None), (_VISIT, element), (_ENTER_ELEMENT, None))
+
+    def visit_if(self, stmt: IfThenElse) -> None:
+        """Both branches counted, one after the other, without reset (TVM)."""
+        if stmt.else_case is not None:
+            self.tasks.append((_VISIT, stmt.else_case))
+        self.tasks.append((_VISIT, stmt.then_case))
+
+    def visit_body(self, stmt: LetStmt | Allocate) -> None:
+        self.tasks.append((_VISIT, stmt.body))
+
+    def visit_allocate(self, stmt: Allocate) -> None:
+        self.local.add(stmt.buffer.vid)
+        self.tasks.append((_VISIT, stmt.body))
+
+    def leave_loop(self, loop: For) -> None:
+        """The loop's body has been counted: decide the loop (TVM's rules), and count it into what encloses it."""
+        cfg, kind, extent = self.cfg, loop.kind, _extent(loop)
+        if extent < 0:
+            auto = False
+        elif kind == _UNROLLED or (cfg.unroll_local_access and extent > 0 and loop.loop_var.vid in self.touched):
+            auto = True  # explicitly, or for local access
+        else:
+            auto = (
+                kind == _SERIAL
+                and self.normal_depth == 0
+                and self.unroll_depth <= cfg.auto_max_depth
+                and (extent * self.steps <= cfg.auto_max_step or extent <= cfg.auto_max_extent)
+            )
+        if auto:
+            self.steps *= extent
+            self.unroll_depth += 1
+        else:
+            self.normal_depth += 1
+        if (auto and cfg.explicit_unroll) or (cfg.auto_max_extent == 1 and 0 <= extent <= 1):
+            self.decisions[id(loop)] = _UNROLL
+        elif auto and kind != _UNROLLED:
+            self.decisions[id(loop)] = _MARK
+
+
+_PLAN_HANDLERS: dict[type, Callable[[_Planner, Any], None]] = {
+    For: _Planner.visit_for,
+    SeqStmt: _Planner.visit_seq,
+    IfThenElse: _Planner.visit_if,
+    LetStmt: _Planner.visit_body,
+    Allocate: _Planner.visit_allocate,
+}
 
 
 def _definitions(stmt: Stmt) -> tuple[list[Var], list[Buffer]]:
@@ -283,7 +332,7 @@ class _Renamer(StmtExprMutator):
 
 
 class _Unroller(StmtExprMutator):
-    """Applies the decisions of :func:`_decide`, innermost loops first; counts the loops it unrolls and marks."""
+    """Applies the decisions of :class:`_Planner`, innermost loops first; counts the loops it unrolls and marks."""
 
     def __init__(self, func: PrimFunc, decisions: dict[int, str]) -> None:
         super().__init__()
@@ -351,7 +400,7 @@ class _Unroller(StmtExprMutator):
 def unroll_prim_func(func: PrimFunc, config: UnrollLoopConfig | None = None) -> PrimFunc:
     """``func`` with its loops unrolled per ``config`` (defaults if None); the same object if none is."""
     cfg = config if config is not None else UnrollLoopConfig()
-    decisions = _decide(func.body, cfg)
+    decisions = _Planner(cfg).plan(func.body)
     if not decisions:
         return func
     unroller = _Unroller(func, decisions)
@@ -363,36 +412,67 @@ def unroll_prim_func(func: PrimFunc, config: UnrollLoopConfig | None = None) -> 
     return out
 
 
-def _unroll_loop(func: PrimFunc, mod: Any, ctx: PassContext, overrides: dict[str, Any]) -> PrimFunc:
-    cfg: UnrollLoopConfig = ctx.config["tir.UnrollLoop"]
-    if overrides:
-        cfg = msgspec.structs.replace(cfg, **overrides)
-    return unroll_prim_func(func, cfg)
+def _checked_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` (fields of :class:`UnrollLoopConfig`) checked and converted as the config option checks its fields.
+
+    An unknown field, or a value of the wrong type or out of range, raises :class:`~parpass.transform.PassConfigError`
+    naming the call.
+    """
+    if not options:
+        return {}
+    try:
+        checked = get_config_option("tir.UnrollLoop").validate(options)
+    except PassConfigError as err:
+        raise type(err)(f"UnrollLoop({', '.join(f'{k}=...' for k in options)}): {err}") from None
+    return {key: getattr(checked, key) for key in options}
 
 
-@register_pass("UnrollLoop")
-def UnrollLoop(**overrides: Any) -> Pass:
+def _shown_signature() -> inspect.Signature:
+    """The options as ``parpass passes`` lists them and pipeline specs check them: the fields of
+    :class:`UnrollLoopConfig`, with their types, ranges and TVM's defaults."""
+    return inspect.Signature(
+        [
+            inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
+            for f in msgspec.structs.fields(UnrollLoopConfig)
+        ]
+    )
+
+
+@dataclass(frozen=True, init=False)
+class UnrollLoop(PrimFuncTransform):
     """Unroll loops of every PrimFunc per ``"tir.UnrollLoop"`` (see :mod:`parpass.passes.unroll_loop`).
 
-    Keyword arguments override fields of the context's config, e.g.
-    ``UnrollLoop(auto_max_step=16)``; an unknown field or a value of the wrong
-    type (or out of range) raises :class:`~parpass.transform.PassConfigError` here.
+    Its fields are those of :class:`UnrollLoopConfig`. A field given (``UnrollLoop(auto_max_step=16)``) overrides
+    the context's ``"tir.UnrollLoop"``; a field left out (None) takes the context's value when the pass runs, as
+    TVM's ``UnrollLoop()``, which has no options, takes them all. An unknown field or a value of the wrong type (or
+    out of range) raises :class:`~parpass.transform.PassConfigError` here.
     """
-    if overrides:
-        try:
-            checked = get_config_option("tir.UnrollLoop").validate(overrides)
-        except PassConfigError as err:
-            raise type(err)(f"UnrollLoop({', '.join(f'{k}=...' for k in overrides)}): {err}") from None
-        overrides = {key: getattr(checked, key) for key in overrides}
-    return prim_func_pass(functools.partial(_unroll_loop, overrides=overrides), opt_level=0, name="UnrollLoop")
 
+    name: ClassVar[str] = "UnrollLoop"
+    opt_level: ClassVar[int] = 0
+    # What parpass passes lists and pipeline specs check: the default of a field left out is TVM's (unless the
+    # context sets one), not the None that marks it as left out.
+    __signature__: ClassVar[inspect.Signature] = _shown_signature()
 
-# The options it takes as ``**overrides``, spelled out for pipeline specs (which check names and values against a
-# factory's signature) and ``parpass passes``: the fields of UnrollLoopConfig, with their types, ranges and defaults.
-UnrollLoop.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    [
-        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
-        for f in msgspec.structs.fields(UnrollLoopConfig)
-    ],
-    return_annotation=Pass,
-)
+    auto_max_step: int | None = None
+    auto_max_depth: int | None = None
+    auto_max_extent: int | None = None
+    explicit_unroll: bool | None = None
+    unroll_local_access: bool | None = None
+    #: The fields given, checked: what replaces the context's values.
+    _overrides: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __init__(self, **options: Any) -> None:
+        """Written out, not generated: an unknown option is a PassConfigError naming the config's fields."""
+        overrides = _checked_options({key: value for key, value in options.items() if value is not None})
+        for key, value in overrides.items():
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "_overrides", overrides)
+
+    def config(self, ctx: PassContext) -> UnrollLoopConfig:
+        """The config this pass runs with in ``ctx``: the context's ``"tir.UnrollLoop"`` with the fields given here."""
+        cfg: UnrollLoopConfig = ctx.config["tir.UnrollLoop"]
+        return msgspec.structs.replace(cfg, **self._overrides) if self._overrides else cfg
+
+    def transform_function(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        return unroll_prim_func(func, self.config(ctx))

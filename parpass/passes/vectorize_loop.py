@@ -36,9 +36,13 @@ idempotent.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, cast
 
 from parpass.ir import IdSupply, structural_equal, tir
+from parpass.ir.dtype import element_dtype, vector_dtype
+from parpass.ir.module import IRModule
 from parpass.ir.stmt_functor import StmtExprMutator, post_order, substitute
 from parpass.ir.tir import (
     EQ,
@@ -79,19 +83,25 @@ from parpass.ir.tir import (
     Sub,
     Var,
 )
-from parpass.transform import Pass, PassContext, Statistic, prim_func_pass, register_pass
+from parpass.transform import PassContext, PrimFuncTransform, Statistic
 
 __all__ = ["VectorizeLoop", "vectorize_prim_func"]
 
 VECTORIZED = Statistic("VectorizeLoop", "vectorized", "vectorized loops replaced by vector code")
 SERIALIZED = Statistic("VectorizeLoop", "serialized", "vectorized loops made serial (cannot be vectorized safely)")
 
-_BINARY = (Add, Sub, Mul, FloorDiv, FloorMod, Min, Max, EQ, NE, LT, LE, GT, GE, And, Or)
+_ARITH = (Add, Sub, Mul)  # a Ramp stays a Ramp under these where it is linear
+_BINARY = (*_ARITH, FloorDiv, FloorMod, Min, Max, EQ, NE, LT, LE, GT, GE, And, Or)
 _INT_LIMITS = {
     f"{s}int{b}": (0 if s else -(1 << (b - 1)), (1 << b) - 1 if s else (1 << (b - 1)) - 1)
     for b in (8, 16, 32, 64)
     for s in ("", "u")
 }
+
+
+def _is_vector_dtype(dtype: str) -> bool:
+    """Whether ``dtype`` is a vector dtype (``int32x4``: it has a lane count)."""
+    return element_dtype(dtype) != dtype
 
 
 class _Fallback(Exception):
@@ -167,49 +177,69 @@ class _LoopVectorizer:
         return memo[id(root)]
 
     def _node(self, node: Any, kids: tuple[Any, ...], vals: list[PrimExpr]) -> PrimExpr:
+        """``node`` on all lanes, given its operands ``kids`` already evaluated to ``vals``."""
         kind = type(node)
         if kind is Var:
-            if "x" in node.dtype:
-                raise _Fallback("the body already holds vectors")
-            new = self.env.get(node.vid)
-            if new is None:
-                return cast(PrimExpr, node)
-            if type(new) is Ramp or type(new) is Broadcast or (type(new) is Var and "x" in new.dtype):
-                self.vectors.add(id(new))
-            self.keep.append(new)
-            return new
+            return self._var(node)
         if kind is IntImm or kind is FloatImm:
             return cast(PrimExpr, node)
-        if kind is Ramp or kind is Broadcast or ((kind is Cast or kind is Call) and "x" in node.dtype):
+        if kind is Ramp or kind is Broadcast or ((kind is Cast or kind is Call) and _is_vector_dtype(node.dtype)):
             raise _Fallback("the body already holds vectors (is a vectorized loop nested?)")
-        if not any(self.is_vector(v) for v in vals):  # loop-invariant
-            out = node if all(v is k for v, k in zip(vals, kids, strict=True)) else self._rebuild(node, vals)
-            if kind is BufferLoad:
-                self.loads.append((node.buffer, tuple(vals)))
-            return out
-        n = self.lanes
-        if kind in (Add, Sub, Mul):
-            ramp = self._ramp_arith(kind, vals[0], vals[1])
-            if ramp is not None:
-                return self._made(ramp)
-        if kind in _BINARY:
-            return self._made(kind(self.vector(vals[0]), self.vector(vals[1])))
-        if kind is Not:
-            return self._made(Not(vals[0]))
-        if kind is Select:
-            cond, t, f = vals
-            if not (self.is_vector(t) or self.is_vector(f)):
-                t, f = Broadcast(t, n), Broadcast(f, n)
-            return self._made(Select(cond, self.vector(t), self.vector(f)))
-        if kind is Cast:
-            return self._made(Cast(f"{node.dtype}x{n}", vals[0]))
-        if kind is Call:
-            return self._made(Call(f"{node.dtype}x{n}", node.op, tuple(self.vector(v) for v in vals)))
-        if kind is BufferLoad:
-            indices = tuple(vals)
-            self.loads.append((node.buffer, indices))
-            return self._made(BufferLoad(node.buffer, indices))
-        raise _Fallback(f"cannot vectorize a {kind.__name__}")
+        if not any(self.is_vector(v) for v in vals):
+            return self._invariant(node, kids, vals)
+        rule = _VECTOR_RULES.get(kind)
+        if rule is None:
+            raise _Fallback(f"cannot vectorize a {kind.__name__}")
+        return self._made(rule(self, node, vals))
+
+    def _var(self, var: Var) -> PrimExpr:
+        """What ``var`` stands for on all lanes: the loop's Ramp, a let's value or vector variable, or itself."""
+        if _is_vector_dtype(var.dtype):
+            raise _Fallback("the body already holds vectors")
+        new = self.env.get(var.vid)
+        if new is None:
+            return var
+        if type(new) is Ramp or type(new) is Broadcast or (type(new) is Var and _is_vector_dtype(new.dtype)):
+            self.vectors.add(id(new))
+        self.keep.append(new)
+        return new
+
+    def _invariant(self, node: Any, kids: tuple[Any, ...], vals: list[PrimExpr]) -> PrimExpr:
+        """A node whose operands are all scalars: the same on every lane (rebuilt if an operand changed)."""
+        out = node if all(v is k for v, k in zip(vals, kids, strict=True)) else self._rebuild(node, vals)
+        if type(node) is BufferLoad:
+            self.loads.append((node.buffer, tuple(vals)))
+        return cast(PrimExpr, out)
+
+    # The vector forms of the operations, for a node with at least one vector operand.
+
+    def _vector_arith(self, node: Any, vals: list[PrimExpr]) -> PrimExpr:
+        """``+ - *``: a Ramp where linear, else the vector operation."""
+        ramp = self._ramp_arith(type(node), vals[0], vals[1])
+        return ramp if ramp is not None else self._vector_binary(node, vals)
+
+    def _vector_binary(self, node: Any, vals: list[PrimExpr]) -> PrimExpr:
+        return cast(PrimExpr, type(node)(self.vector(vals[0]), self.vector(vals[1])))
+
+    def _vector_not(self, node: Not, vals: list[PrimExpr]) -> PrimExpr:
+        return Not(vals[0])
+
+    def _vector_select(self, node: Select, vals: list[PrimExpr]) -> PrimExpr:
+        cond, t, f = vals
+        if not (self.is_vector(t) or self.is_vector(f)):
+            t, f = Broadcast(t, self.lanes), Broadcast(f, self.lanes)
+        return Select(cond, self.vector(t), self.vector(f))
+
+    def _vector_cast(self, node: Cast, vals: list[PrimExpr]) -> PrimExpr:
+        return Cast(vector_dtype(node.dtype, self.lanes), vals[0])
+
+    def _vector_call(self, node: Call, vals: list[PrimExpr]) -> PrimExpr:
+        return Call(vector_dtype(node.dtype, self.lanes), node.op, tuple(self.vector(v) for v in vals))
+
+    def _vector_load(self, node: BufferLoad, vals: list[PrimExpr]) -> PrimExpr:
+        indices = tuple(vals)
+        self.loads.append((node.buffer, indices))
+        return BufferLoad(node.buffer, indices)
 
     def _ramp_arith(self, kind: type, a: Any, b: Any) -> PrimExpr | None:
         """Linear arithmetic on a Ramp stays a Ramp: ``ramp(b, s) + x = ramp(b + x, s)``, ..."""
@@ -259,31 +289,40 @@ class _LoopVectorizer:
         stack: list[Any] = [body]
         while stack:
             s = stack.pop()
-            kind = type(s)
-            if kind is SeqStmt:
-                stack.extend(reversed(s.seq))
-            elif kind is LetStmt:
-                value = self.expr(s.value)
-                if self.is_vector(value):
-                    if _has_load(s.value):  # keep the evaluation point: a let of a vector variable
-                        var = Var(self.ids().fresh(), s.var.name_hint, f"{s.var.dtype}x{self.lanes}")
-                        self.let_vars[s.var.vid] = var
-                        self.env[s.var.vid] = var
-                    else:  # pure arithmetic: substitute it
-                        self.env[s.var.vid] = value
-                stack.append(s.body)
-            elif kind is IfThenElse:
-                if self.is_vector(self.expr(s.condition)):
-                    raise _Fallback("an IfThenElse condition depends on the loop variable")
-                if s.else_case is not None:
-                    stack.append(s.else_case)
-                stack.append(s.then_case)
-            elif kind is For:
-                raise _Fallback("the body holds a loop")
-            elif kind is Allocate:
-                raise _Fallback("the body holds an Allocate")
-            elif kind is not BufferStore and kind is not Evaluate:
-                raise _Fallback(f"cannot vectorize a {kind.__name__}")
+            step = _PREPARE_STEPS.get(type(s))
+            if step is None:
+                raise _Fallback(f"cannot vectorize a {type(s).__name__}")
+            step(self, s, stack)
+
+    def _prepare_seq(self, s: SeqStmt, stack: list[Any]) -> None:
+        stack.extend(reversed(s.seq))
+
+    def _prepare_let(self, s: LetStmt, stack: list[Any]) -> None:
+        value = self.expr(s.value)
+        if self.is_vector(value):
+            if _has_load(s.value):  # keep the evaluation point: a let of a vector variable
+                var = Var(self.ids().fresh(), s.var.name_hint, vector_dtype(s.var.dtype, self.lanes))
+                self.let_vars[s.var.vid] = var
+                self.env[s.var.vid] = var
+            else:  # pure arithmetic: substitute it
+                self.env[s.var.vid] = value
+        stack.append(s.body)
+
+    def _prepare_if(self, s: IfThenElse, stack: list[Any]) -> None:
+        if self.is_vector(self.expr(s.condition)):
+            raise _Fallback("an IfThenElse condition depends on the loop variable")
+        if s.else_case is not None:
+            stack.append(s.else_case)
+        stack.append(s.then_case)
+
+    def _prepare_leaf(self, s: BufferStore | Evaluate, stack: list[Any]) -> None:
+        """A store or evaluate: vectorized bottom-up, later."""
+
+    def _reject_loop(self, s: For, stack: list[Any]) -> None:
+        raise _Fallback("the body holds a loop")
+
+    def _reject_allocate(self, s: Allocate, stack: list[Any]) -> None:
+        raise _Fallback("the body holds an Allocate")
 
     def _rewrite(self, body: Stmt) -> Stmt:
         done: dict[int, Stmt] = {}
@@ -364,6 +403,29 @@ class _LoopVectorizer:
             step += index.stride.value * element
         span = abs(step) * (self.lanes - 1)
         return step != 0 and span < (1 << 31)
+
+
+#: The vector form of each operation a vectorized body may hold (see :meth:`_LoopVectorizer._node`).
+_VECTOR_RULES: dict[type, Callable[[_LoopVectorizer, Any, list[PrimExpr]], PrimExpr]] = {
+    **dict.fromkeys(_ARITH, _LoopVectorizer._vector_arith),
+    **dict.fromkeys(_BINARY[len(_ARITH) :], _LoopVectorizer._vector_binary),
+    Not: _LoopVectorizer._vector_not,
+    Select: _LoopVectorizer._vector_select,
+    Cast: _LoopVectorizer._vector_cast,
+    Call: _LoopVectorizer._vector_call,
+    BufferLoad: _LoopVectorizer._vector_load,
+}
+
+#: What :meth:`_LoopVectorizer._prepare` does with each statement it may meet (anything else cannot be vectorized).
+_PREPARE_STEPS: dict[type, Callable[[_LoopVectorizer, Any, list[Any]], None]] = {
+    SeqStmt: _LoopVectorizer._prepare_seq,
+    LetStmt: _LoopVectorizer._prepare_let,
+    IfThenElse: _LoopVectorizer._prepare_if,
+    BufferStore: _LoopVectorizer._prepare_leaf,
+    Evaluate: _LoopVectorizer._prepare_leaf,
+    For: _LoopVectorizer._reject_loop,
+    Allocate: _LoopVectorizer._reject_allocate,
+}
 
 
 def _element_stride(buf: Buffer, k: int) -> int | None:
@@ -449,11 +511,12 @@ def vectorize_prim_func(func: PrimFunc) -> PrimFunc:
     return out
 
 
-def _vectorize_loop(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:
-    return vectorize_prim_func(func)
-
-
-@register_pass("VectorizeLoop")
-def VectorizeLoop() -> Pass:
+@dataclass(frozen=True)
+class VectorizeLoop(PrimFuncTransform):
     """Vectorize the ``vectorized`` loops of every PrimFunc (see :mod:`parpass.passes.vectorize_loop`)."""
-    return prim_func_pass(_vectorize_loop, opt_level=0, name="VectorizeLoop")
+
+    name: ClassVar[str] = "VectorizeLoop"
+    opt_level: ClassVar[int] = 0
+
+    def transform_function(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        return vectorize_prim_func(func)

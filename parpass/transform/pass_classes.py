@@ -34,7 +34,21 @@ from parpass.transform.pass_info import PassInfo, check_opt_level, check_pass_na
 from parpass.transform.passes import FunctionPass, ModulePass, Pass, PrimFuncPass
 from parpass.transform.registry import register_pass
 
-__all__ = ["FunctionTransform", "ModuleTransform", "PrimFuncTransform"]
+__all__ = ["FunctionTransform", "ModuleTransform", "PrimFuncTransform", "changed_options"]
+
+
+def changed_options(p: Pass) -> list[tuple[str, Any]]:
+    """The options of a pass written as a class that differ from their defaults, in field order ([] otherwise).
+
+    What a pipeline spec must say to build the pass again.
+    """
+    if not isinstance(p, _Transform) or not dataclasses.is_dataclass(p):
+        return []
+    return [
+        (f.name, getattr(p, f.name))
+        for f in dataclasses.fields(p)
+        if f.init and (f.default is dataclasses.MISSING or getattr(p, f.name) != f.default)
+    ]
 
 
 def _rebuild(cls: type[Any], options: dict[str, Any]) -> Any:

@@ -53,6 +53,7 @@ import msgspec
 from parpass.errors import ParpassError, closest_names, format_names, suggestion
 from parpass.transform import registry
 from parpass.transform.config import type_name
+from parpass.transform.pass_classes import changed_options
 from parpass.transform.passes import Pass, Sequential
 
 __all__ = ["Pipeline", "PipelineSpecError", "parse_pipeline", "pipeline_spec", "spec_value"]
@@ -219,7 +220,7 @@ def _element_spec(p: Pass) -> str:
             f"pass {name!r} ({type(p).__name__}) is not in the pass registry, so it has no pipeline spec; "
             "register its factory with @register_pass"
         )
-    return _spec_name(name)
+    return _spec_name(name) + _options_text(changed_options(p))
 
 
 def _body_spec(p: Sequential) -> str:
@@ -234,10 +235,11 @@ def pipeline_spec(p: Pass) -> str:
 
     A Sequential with the default name, opt_level 0 and nothing required prints
     as its elements (``A,B``), other Sequentials as ``seq{...}(A,B)``. A pass
-    built by :func:`parse_pipeline` prints with the options it was built with;
-    any other pass prints as its name, which must be registered (a ValueError
-    otherwise). Options given to a factory directly in Python are not known,
-    so they are not printed.
+    built by :func:`parse_pipeline` prints with the options it was built with,
+    and a pass written as a class with the options it holds that are not their
+    defaults; any other pass prints as its name, which must be registered (a
+    ValueError otherwise). Options given to a factory function directly in
+    Python are not known, so they are not printed.
     """
     if not isinstance(p, Pass):
         raise TypeError(f"pipeline_spec expects a Pass, got {type(p).__name__}: {p!r}")

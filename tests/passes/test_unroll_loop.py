@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
+
+import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from tir_helpers import (
     F32,
     I32,
@@ -25,6 +29,7 @@ from parpass.ir import IRModule, check_well_formed, tir
 from parpass.ir.builder import PrimFuncBuilder
 from parpass.passes.unroll_loop import UnrollLoop, UnrollLoopConfig, unroll_prim_func
 from parpass.transform import PassConfigError, PassContext, get_config_option, get_pass
+from parpass.transform.registry import get_pass_factory
 
 
 def nest_4x4(outer: str = "serial", inner: str = "serial") -> tir.PrimFunc:
@@ -174,6 +179,21 @@ def test_keyword_overrides_win_over_the_context() -> None:
     assert get_pass("UnrollLoop").info.name == "UnrollLoop"
 
 
+def test_the_pass_is_a_class_whose_fields_are_the_config_fields_left_to_the_context_when_none() -> None:
+    config_fields = [f.name for f in msgspec.structs.fields(UnrollLoopConfig)]
+    assert [f.name for f in dataclasses.fields(UnrollLoop) if f.init] == config_fields
+    assert get_pass_factory("UnrollLoop") is UnrollLoop
+    p = UnrollLoop(auto_max_step=16)
+    assert p.options() == {name: 16 if name == "auto_max_step" else None for name in config_fields}
+    assert p == UnrollLoop(auto_max_step=16) and p != UnrollLoop() and UnrollLoop(auto_max_depth=None) == UnrollLoop()
+    again = pickle.loads(pickle.dumps(p))  # how it travels to workers: its class and fields
+    assert again == p and type(again) is UnrollLoop
+    with PassContext(config={"tir.UnrollLoop": {"auto_max_step": 4, "explicit_unroll": False}}) as ctx:
+        assert again.config(ctx) == UnrollLoopConfig(auto_max_step=16, explicit_unroll=False)
+        assert UnrollLoop().config(ctx) == UnrollLoopConfig(auto_max_step=4, explicit_unroll=False)
+    assert UnrollLoop().config(PassContext()) == UnrollLoopConfig()
+
+
 def test_config_option_is_registered_with_tvm_defaults() -> None:
     option = get_config_option("tir.UnrollLoop")
     assert option.default == UnrollLoopConfig()
@@ -242,8 +262,10 @@ def test_random_modules_automatic_unrolling(seed: int) -> None:
         lambda: UnrollLoop(auto_max_step=64, explicit_unroll=False),
     ):
         before, after = check_prim_func_pass(factory, small_prim_module(seed))
-        # random modules always hold a loop to unroll or mark (checked on 300 seeds): a no-op pass fails
-        assert any(after[n] is not before[n] for n in prim_names(before)), "nothing unrolled: the test proves nothing"
+        # Almost every random module holds a loop to unroll or mark; one that does not (seed 50459: its loops are
+        # vectorized or parallel) proves nothing and is skipped. A no-op pass skips them all, and so fails: Hypothesis
+        # cannot satisfy the assumption.
+        assume(any(after[n] is not before[n] for n in prim_names(before)))
 
 
 def test_statistics_count_unrolled_and_marked_loops() -> None:

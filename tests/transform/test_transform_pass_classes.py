@@ -18,6 +18,7 @@ from parpass.transform import (
     Sequential,
     get_pass,
     parse_pipeline,
+    pipeline_spec,
 )
 from parpass.transform.pipeline_spec import PipelineSpecError
 from parpass.transform.registry import get_pass_factory
@@ -94,6 +95,16 @@ def test_registered_once_by_name_and_usable_in_pipeline_specs(module: IRModule) 
         parse_pipeline("ScaleTag{factor='x'}")
     with pytest.raises(PipelineSpecError, match="size"):
         parse_pipeline("ScaleTag{size=1}")
+
+
+def test_its_pipeline_spec_says_the_options_that_are_not_defaults() -> None:
+    assert pipeline_spec(ScaleTag(factor=5)) == "ScaleTag{factor=5}"
+    assert pipeline_spec(ScaleTag()) == "ScaleTag"
+    assert pipeline_spec(Sequential([ScaleTag(label="k"), TagFunctions()])) == "ScaleTag{label=k},TagFunctions"
+    # a single element parsed from a spec (a frozen pass cannot keep the text it was built from)
+    (parsed,) = parse_pipeline("ScaleTag{factor=4, label='scaled'}").passes
+    assert pipeline_spec(parsed) == "ScaleTag{factor=4}"
+    assert parse_pipeline(pipeline_spec(parsed)).passes == (ScaleTag(factor=4),)
 
 
 def test_a_base_without_a_name_is_not_registered() -> None:
