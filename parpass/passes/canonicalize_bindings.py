@@ -18,12 +18,13 @@ be used.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from parpass.ir import Binding, Call, Constant, Function, IRModule, Tuple, TupleGetItem, Var
 from parpass.ir.expr_functor import ExprMutator
 from parpass.ir.relax import Expr
-from parpass.transform import Pass, PassContext, Statistic, function_pass, register_pass
+from parpass.transform import FunctionTransform, PassContext, Statistic
 
 __all__ = ["CanonicalizeBindings"]
 
@@ -79,9 +80,9 @@ class _Canonicalizer(ExprMutator):
 
     def project(self, item: TupleGetItem) -> Expr:
         """``t[i]`` as the variable in field ``i`` of the tuple ``t`` is bound to, when it is one."""
-        tup = item.tuple_value
+        tup: Expr | None = item.tuple_value
         if type(tup) is Var:
-            tup = self.tuples.get(tup.vid)  # type: ignore[assignment]
+            tup = self.tuples.get(tup.vid)
         if type(tup) is Tuple and 0 <= item.index < len(tup.fields):
             field = tup.fields[item.index]
             if type(field) is Var:
@@ -94,7 +95,7 @@ class _Canonicalizer(ExprMutator):
         remap = self.var_remap
         if not remap:
             return value
-        items = value.args if type(value) is Call else value.fields  # type: ignore[union-attr]
+        items = value.args if isinstance(value, Call) else value.fields
         new_items = tuple(remap.get(a.vid, a) if type(a) is Var else a for a in items)
         if all(a is b for a, b in zip(new_items, items, strict=True)):
             return value
@@ -103,17 +104,18 @@ class _Canonicalizer(ExprMutator):
         return Tuple(new_items)
 
 
-def _canonicalize_bindings(func: Function, mod: IRModule, ctx: PassContext) -> Function:
-    canonicalizer = _Canonicalizer()
-    out = canonicalizer.visit_function(func)
-    if canonicalizer.copies:
-        COPIES.add(canonicalizer.copies)
-    if canonicalizer.projections:
-        PROJECTIONS.add(canonicalizer.projections)
-    return out
-
-
-@register_pass("CanonicalizeBindings")
-def CanonicalizeBindings() -> Pass:
+@dataclass(frozen=True)
+class CanonicalizeBindings(FunctionTransform):
     """The CanonicalizeBindings pass (function level, opt_level 1): copy propagation and tuple round trips."""
-    return function_pass(_canonicalize_bindings, opt_level=1, name="CanonicalizeBindings")
+
+    name: ClassVar[str] = "CanonicalizeBindings"
+    opt_level: ClassVar[int] = 1
+
+    def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        canonicalizer = _Canonicalizer()
+        out = canonicalizer.visit_function(func)
+        if canonicalizer.copies:
+            COPIES.add(canonicalizer.copies)
+        if canonicalizer.projections:
+            PROJECTIONS.add(canonicalizer.projections)
+        return out

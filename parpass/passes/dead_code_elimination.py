@@ -20,12 +20,14 @@ its value is unused.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from parpass.ir import Binding, Call, Constant, Function, GlobalVar, If, IRModule, Op, PrimFunc, SeqExpr, Var, get_op
 from parpass.ir.expr_functor import ExprMutator
 from parpass.ir.relax import Expr
-from parpass.transform import Pass, PassContext, Statistic, function_pass, register_pass
+from parpass.passes.module_memo import ModuleMemo
+from parpass.transform import FunctionTransform, PassContext, Statistic
 
 __all__ = ["DeadCodeElimination"]
 
@@ -85,24 +87,29 @@ class _FunctionPurity:
             return []
         if not isinstance(func, Function):
             return None
-        callees: dict[str, None] = {}
-        stack: list[Any] = [func.body]
-        while stack:
-            node = stack.pop()
-            kind = type(node)
-            if kind is Call:
-                op = node.op
-                if type(op) is Op:
-                    if not get_op(op.name).pure:
-                        return None
-                elif type(op) is GlobalVar:
-                    callees[op.name_hint] = None
-                stack.extend(node.args)
-            elif kind is Binding:
-                stack.append(node.value)
-            elif kind is not Var and kind is not Constant:
-                stack.extend(node.children())
-        return list(callees)
+        return _callees_unless_impure(func.body)
+
+
+def _callees_unless_impure(body: SeqExpr) -> list[str] | None:
+    """The module functions ``body`` calls (in first-call order), or None if it calls an impure op."""
+    callees: dict[str, None] = {}
+    stack: list[Any] = [body]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is Call:
+            op = node.op
+            if type(op) is Op:
+                if not get_op(op.name).pure:
+                    return None
+            elif type(op) is GlobalVar:
+                callees[op.name_hint] = None
+            stack.extend(node.args)
+        elif kind is Binding:
+            stack.append(node.value)
+        elif kind is not Var and kind is not Constant:
+            stack.extend(node.children())
+    return list(callees)
 
 
 class _DeadCodeRemover(ExprMutator):
@@ -150,11 +157,14 @@ class _DeadCodeRemover(ExprMutator):
 
     def is_pure(self, expr: Expr) -> bool:
         """Whether evaluating ``expr`` has no effect besides its value (nested blocks included)."""
-        kind = type(expr)
-        if kind is Var or kind is Constant:
+        if type(expr) is Call and type(expr.op) is Op and all(type(a) is Var or type(a) is Constant for a in expr.args):
+            return get_op(expr.op.name).pure  # fast path: a flat op call (the most common value)
+        if type(expr) is Var or type(expr) is Constant:
             return True
-        if kind is Call and type(expr.op) is Op and all(type(a) is Var or type(a) is Constant for a in expr.args):  # type: ignore[union-attr]
-            return get_op(expr.op.name).pure  # type: ignore[union-attr]  # fast path: a flat op call
+        return self.nested_is_pure(expr)
+
+    def nested_is_pure(self, expr: Expr) -> bool:
+        """:meth:`is_pure` for any expression: an explicit walk, so nesting depth costs no Python frames."""
         stack: list[Any] = [expr]
         while stack:
             node = stack.pop()
@@ -162,11 +172,7 @@ class _DeadCodeRemover(ExprMutator):
             if kind is Var or kind is Constant:
                 continue
             if kind is Call:
-                op = node.op
-                if type(op) is Op:
-                    if not get_op(op.name).pure:
-                        return False
-                elif not self.purity.is_pure(op.name_hint):
+                if not self.is_pure_callee(node.op):
                     return False
                 stack.extend(node.args)
             elif kind is If:
@@ -178,34 +184,31 @@ class _DeadCodeRemover(ExprMutator):
                 stack.extend(node.children())
         return True
 
+    def is_pure_callee(self, op: Op | GlobalVar) -> bool:
+        """Whether calling ``op`` (an op, or a module function) has no effect besides its value."""
+        if isinstance(op, Op):
+            return get_op(op.name).pure
+        return self.purity.is_pure(op.name_hint)
 
-@function_pass(opt_level=1, name="DeadCodeElimination")
-class _DeadCodeEliminationPass:
-    """Runs :class:`_DeadCodeRemover`; remembers which functions are pure for the module it last saw.
 
-    The memo is kept only for read-only module views (what a pass run hands every
-    function of one pass), which cannot change while it is held.
+@dataclass(frozen=True)
+class DeadCodeElimination(FunctionTransform):
+    """The DeadCodeElimination pass (function level, opt_level 1): removes unused pure bindings.
+
+    Runs :class:`_DeadCodeRemover` on every function; which functions are pure is remembered for the module of
+    one pass run (see :class:`~parpass.passes.module_memo.ModuleMemo`).
     """
 
-    def __init__(self) -> None:
-        self._purity: _FunctionPurity | None = None
+    name: ClassVar[str] = "DeadCodeElimination"
+    opt_level: ClassVar[int] = 1
+
+    _purity: ModuleMemo[_FunctionPurity] = field(
+        default_factory=lambda: ModuleMemo(_FunctionPurity), init=False, repr=False, compare=False
+    )
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
-        purity = self._purity
-        if purity is None or purity.mod is not mod:
-            purity = _FunctionPurity(mod)
-            self._purity = purity if mod.is_read_only else None
-        remover = _DeadCodeRemover(purity)
+        remover = _DeadCodeRemover(self._purity.of(mod))
         out = remover.visit_function(func)
         if remover.removed:
             REMOVED.add(remover.removed)
         return out
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"_purity": None}  # the memo belongs to this process's module; workers build their own
-
-
-@register_pass("DeadCodeElimination")
-def DeadCodeElimination() -> Pass:
-    """The DeadCodeElimination pass (function level, opt_level 1): removes unused pure bindings."""
-    return _DeadCodeEliminationPass()  # type: ignore[return-value]  # the decorator made the class a FunctionPass

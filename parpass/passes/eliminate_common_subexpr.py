@@ -21,14 +21,15 @@ handles their round trips).
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import msgspec
 
 from parpass.ir import Binding, Call, Constant, Function, IRModule, Op, SeqExpr, Var, get_op
 from parpass.ir.expr_functor import ExprMutator
 from parpass.ir.relax import Expr, If
-from parpass.transform import Pass, PassContext, Statistic, function_pass, register_pass
+from parpass.transform import FunctionTransform, PassContext, Statistic
 
 __all__ = ["EliminateCommonSubexpr"]
 
@@ -129,15 +130,16 @@ def _is_pure(expr: Expr) -> bool:
     return True
 
 
-def _eliminate_common_subexpr(func: Function, mod: IRModule, ctx: PassContext) -> Function:
-    eliminator = _CommonSubexprEliminator()
-    out = eliminator.visit_function(func)
-    if eliminator.eliminated:
-        ELIMINATED.add(eliminator.eliminated)
-    return out
-
-
-@register_pass("EliminateCommonSubexpr")
-def EliminateCommonSubexpr() -> Pass:
+@dataclass(frozen=True)
+class EliminateCommonSubexpr(FunctionTransform):
     """The EliminateCommonSubexpr pass (function level, opt_level 2): one binding per distinct pure op call."""
-    return function_pass(_eliminate_common_subexpr, opt_level=2, name="EliminateCommonSubexpr")
+
+    name: ClassVar[str] = "EliminateCommonSubexpr"
+    opt_level: ClassVar[int] = 2
+
+    def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        eliminator = _CommonSubexprEliminator()
+        out = eliminator.visit_function(func)
+        if eliminator.eliminated:
+            ELIMINATED.add(eliminator.eliminated)
+        return out

@@ -21,7 +21,8 @@ type rule rejects (an ill-typed call is left for InferType to report).
 from __future__ import annotations
 
 import sys
-from typing import Any, Union
+from dataclasses import dataclass
+from typing import Any, ClassVar, Union
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from parpass.ir import Binding, Call, Constant, Function, IRModule, Op, Tuple, T
 from parpass.ir.dtype import dtype_name
 from parpass.ir.expr_functor import ExprMutator
 from parpass.ir.relax import Expr
-from parpass.transform import Pass, PassContext, Statistic, function_pass, register_pass
+from parpass.transform import FunctionTransform, PassContext, Statistic
 
 __all__ = ["FoldConstant"]
 
@@ -143,13 +144,13 @@ class _ConstantFolder(ExprMutator):
                 stack.append((node, True))
                 stack.extend((self.resolve(f), False) for f in node.fields)
             else:
-                fields = [done[id(self.resolve(f))] for f in node.fields]
-                if any(f is None for f in fields):
-                    done[id(node)] = None
+                fields = [c for c in (done[id(self.resolve(f))] for f in node.fields) if c is not None]
+                if len(fields) < len(node.fields):
+                    done[id(node)] = None  # a field is not constant
                 elif all(f is g for f, g in zip(fields, node.fields, strict=True)):
                     done[id(node)] = node
                 else:
-                    done[id(node)] = Tuple(tuple(fields))  # type: ignore[arg-type]
+                    done[id(node)] = Tuple(tuple(fields))
         return done[id(root)]
 
     def resolve(self, expr: Any) -> Any:
@@ -187,20 +188,21 @@ def _from_numpy(value: Any) -> Constant | Tuple:
     return Tuple(tuple(_from_numpy(v) for v in value))
 
 
-def _fold_constant(func: Function, mod: IRModule, ctx: PassContext) -> Function:
-    folder = _ConstantFolder()
-    out = folder.visit_function(func)
-    if folder.folded:
-        FOLDED.add(folder.folded)
-    if folder.projections:
-        PROJECTIONS.add(folder.projections)
-    return out
-
-
-@register_pass("FoldConstant")
-def FoldConstant() -> Pass:
+@dataclass(frozen=True)
+class FoldConstant(FunctionTransform):
     """The FoldConstant pass (function level, opt_level 2): evaluates calls of pure ops on constants.
 
     Returns the same function object when nothing folds.
     """
-    return function_pass(_fold_constant, opt_level=2, name="FoldConstant")
+
+    name: ClassVar[str] = "FoldConstant"
+    opt_level: ClassVar[int] = 2
+
+    def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        folder = _ConstantFolder()
+        out = folder.visit_function(func)
+        if folder.folded:
+            FOLDED.add(folder.folded)
+        if folder.projections:
+            PROJECTIONS.add(folder.projections)
+        return out

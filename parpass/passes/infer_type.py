@@ -26,12 +26,14 @@ A type that cannot be known (the callee is a recursive function without a
 
 from __future__ import annotations
 
-from typing import Any, cast
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, cast
 
 import msgspec
 
 from parpass.errors import ParpassError
 from parpass.ir import (
+    Attrs,
     Binding,
     Call,
     Constant,
@@ -54,7 +56,8 @@ from parpass.ir import (
 from parpass.ir.builtin_ops import format_type
 from parpass.ir.expr_functor import ExprMutator, post_order
 from parpass.ir.relax import Expr
-from parpass.transform import Pass, PassContext, Statistic, function_pass, register_pass
+from parpass.passes.module_memo import ModuleMemo
+from parpass.transform import FunctionTransform, PassContext, Statistic
 
 __all__ = ["InferType", "TypeInferenceError"]
 
@@ -73,22 +76,42 @@ _ATTRS_ENCODER = msgspec.msgpack.Encoder(order="sorted")
 
 def _is_flat(value: Expr) -> bool:
     """Whether ``value`` is a variable, a constant, or a call/tuple/projection of those (A-normal form)."""
-    kind = type(value)
-    if kind is Var or kind is Constant:
-        return True
-    if kind is Call:
-        return all(type(a) is Var or type(a) is Constant for a in value.args)  # type: ignore[union-attr]
-    if kind is Tuple:
-        return all(type(a) is Var or type(a) is Constant for a in value.fields)  # type: ignore[union-attr]
-    if kind is TupleGetItem:
-        return type(value.tuple_value) is Var  # type: ignore[union-attr]
-    return False
+    if type(value) is Call:
+        return all(type(a) is Var or type(a) is Constant for a in value.args)
+    if type(value) is Tuple:
+        return all(type(a) is Var or type(a) is Constant for a in value.fields)
+    if type(value) is TupleGetItem:
+        return type(value.tuple_value) is Var
+    return type(value) is Var or type(value) is Constant
 
 
-def _is_bool_scalar(ty: Type) -> bool:
+def _post_order(expr: Expr) -> list[Expr]:
+    """The nodes of ``expr`` whose types its type is computed from, operands before their expression (an If is
+    one node: its blocks are typed already). An explicit walk, so nesting depth costs no Python frames."""
+    order: list[Expr] = []
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    while stack:
+        node, ready = stack.pop()
+        operands: tuple[Expr, ...] = ()
+        if type(node) is Call:
+            operands = node.args
+        elif type(node) is Tuple:
+            operands = node.fields
+        elif type(node) is TupleGetItem:
+            operands = (node.tuple_value,)
+        if operands and not ready:
+            stack.append((node, True))
+            stack.extend((k, False) for k in operands)
+        else:
+            order.append(node)
+    return order
+
+
+def _is_scalar(ty: Type, dtype: str) -> bool:
+    """Whether ``ty`` is a scalar of ``dtype``: a PrimType, or a tensor type of shape ``()``."""
     if isinstance(ty, PrimType):
-        return ty.dtype == "bool"
-    return isinstance(ty, TensorType) and ty.dtype == "bool" and ty.shape == ()
+        return ty.dtype == dtype
+    return isinstance(ty, TensorType) and ty.dtype == dtype and ty.shape == ()
 
 
 class _Signatures:
@@ -115,7 +138,7 @@ class _Signatures:
     def callee(self, name: str) -> Function | PrimFunc:
         if name not in self.mod:
             raise KeyError(name)
-        return self.mod[name]  # type: ignore[return-value]
+        return cast("Function | PrimFunc", self.mod[name])  # the only kinds of function a module holds
 
     def return_type(self, name: str) -> Type | None:
         """The return type of Function ``name``: its ``ret_type``, else the type inferred from its body."""
@@ -256,13 +279,12 @@ class _TypeInferrer(ExprMutator):
         types = self.types
         out: list[Type | None] = []
         for arg in args:
-            kind = type(arg)
-            if kind is Var:
-                ty = types.get(arg.vid, _UNDEFINED)  # type: ignore[union-attr]
+            if type(arg) is Var:
+                ty = types.get(arg.vid, _UNDEFINED)
                 if ty is _UNDEFINED:
-                    self.var_type(arg)  # type: ignore[arg-type]  # raises the error
-            elif kind is Constant:
-                ty = TensorType(tuple(arg.shape), arg.dtype)  # type: ignore[union-attr]
+                    self.var_type(arg)  # raises the error
+            elif type(arg) is Constant:
+                ty = TensorType(tuple(arg.shape), arg.dtype)
             else:
                 return None
             out.append(ty)
@@ -273,7 +295,7 @@ class _TypeInferrer(ExprMutator):
         new = super().visit_if_(op)
         assert type(new) is If
         cond_ty = self.type_of(new.cond)
-        if cond_ty is not None and not _is_bool_scalar(cond_ty):
+        if cond_ty is not None and not _is_scalar(cond_ty, "bool"):
             raise self.error(f"the If condition must be a bool scalar, got {format_type(cond_ty)}")
         then_ty, else_ty = self.type_of(new.then_branch.body), self.type_of(new.else_branch.body)
         if then_ty is not None and else_ty is not None and then_ty != else_ty:
@@ -288,47 +310,37 @@ class _TypeInferrer(ExprMutator):
 
     def type_of(self, expr: Expr) -> Type | None:
         """The type of ``expr`` (None when unknown); nested Ifs must have been visited already."""
-        kind = type(expr)
-        if kind is Var:
-            return self.var_type(expr)  # type: ignore[arg-type]
-        if kind is Call and (arg_types := self.leaf_types(expr.args)) is not None:  # type: ignore[union-attr]
-            return self.call_type(expr, arg_types)  # type: ignore[arg-type]
-        # General case: an explicit post-order over the nested expression.
+        if type(expr) is Var:
+            return self.var_type(expr)
+        if type(expr) is Call and (arg_types := self.leaf_types(expr.args)) is not None:
+            return self.call_type(expr, arg_types)
+        if type(expr) is TupleGetItem and type(expr.tuple_value) is Var:
+            return self.item_type(expr, self.var_type(expr.tuple_value))
+        return self.nested_type(expr)
+
+    def nested_type(self, expr: Expr) -> Type | None:
+        """The type of any expression: the types of its nodes, operands first."""
         done: dict[int, Type | None] = {}
-        stack: list[tuple[Any, bool]] = [(expr, False)]
-        while stack:
-            node, ready = stack.pop()
-            kind = type(node)
-            kids: tuple[Any, ...] = ()
-            if kind is Call:
-                kids = node.args
-            elif kind is Tuple:
-                kids = node.fields
-            elif kind is TupleGetItem:
-                kids = (node.tuple_value,)
-            if kids and not ready:
-                stack.append((node, True))
-                stack.extend((k, False) for k in kids)
-                continue
-            if kind is Call:
-                done[id(node)] = self.call_type(node, [done[id(k)] for k in kids])
-            elif kind is Tuple:
-                fields = [done[id(k)] for k in kids]
-                done[id(node)] = None if any(f is None for f in fields) else TupleType(tuple(fields))  # type: ignore[arg-type]
-            elif kind is TupleGetItem:
-                done[id(node)] = self.item_type(node, done[id(kids[0])])
-            elif kind is If:
-                done[id(node)] = self.if_types[id(node)]
-            elif kind is GlobalVar:
-                raise self.error(f"@{node.name_hint} is used as a value; module functions can only be called")
-            else:
-                done[id(node)] = self.leaf_type(node)
+        for node in _post_order(expr):
+            done[id(node)] = self.node_type(node, done)
         return done[id(expr)]
 
-    def leaf_type(self, leaf: Var | Constant) -> Type | None:
-        if type(leaf) is Var:
-            return self.var_type(leaf)
-        return TensorType(tuple(leaf.shape), leaf.dtype)  # type: ignore[union-attr]
+    def node_type(self, node: Expr, done: dict[int, Type | None]) -> Type | None:
+        """The type of ``node``, given the types of its operands in ``done`` (by id)."""
+        if isinstance(node, Var):
+            return self.var_type(node)
+        if isinstance(node, Constant):
+            return TensorType(tuple(node.shape), node.dtype)
+        if isinstance(node, Call):
+            return self.call_type(node, [done[id(a)] for a in node.args])
+        if isinstance(node, TupleGetItem):
+            return self.item_type(node, done[id(node.tuple_value)])
+        if isinstance(node, Tuple):
+            fields = [t for t in (done[id(f)] for f in node.fields) if t is not None]
+            return TupleType(tuple(fields)) if len(fields) == len(node.fields) else None
+        if isinstance(node, If):
+            return self.if_types[id(node)]
+        raise self.error(f"@{node.name_hint} is used as a value; module functions can only be called")
 
     def var_type(self, var: Var) -> Type | None:
         ty = self.types.get(var.vid, _UNDEFINED)
@@ -346,31 +358,42 @@ class _TypeInferrer(ExprMutator):
         return tuple_ty.fields[item.index]
 
     def call_type(self, call: Call, arg_types: list[Type | None]) -> Type | None:
+        """The type of ``call`` given the types of its arguments (None: unknown); checks the arguments."""
         callee = call.op
-        if type(callee) is Op:
-            if None in arg_types:
-                return None
-            attrs = call.attrs
-            key = (callee.name, *arg_types, _ATTRS_ENCODER.encode(attrs) if attrs else b"")
-            memo = self.signatures.op_types
-            ty = memo.get(key)
-            if ty is None:
-                rule = get_op(callee.name).infer_type
-                if rule is None:
-                    return None
-                try:
-                    ty = rule(arg_types, attrs)
-                except TypeError as err:
-                    raise self.error(str(err)) from err
-                memo[key] = ty
-            return ty
-        name = callee.name_hint  # type: ignore[union-attr]
+        if not isinstance(callee, Op):
+            return self.module_call_type(callee.name_hint, arg_types)
+        if None in arg_types:
+            return None
+        attrs = call.attrs
+        # Most calls repeat a signature seen before: the memo lookup stays on this path.
+        key = (callee.name, *arg_types, _ATTRS_ENCODER.encode(attrs) if attrs else b"")
+        ty = self.signatures.op_types.get(key)
+        return ty if ty is not None else self.apply_type_rule(callee, arg_types, attrs, key)
+
+    def apply_type_rule(self, op: Op, arg_types: list[Type | None], attrs: Attrs, key: tuple[Any, ...]) -> Type | None:
+        """The type ``op``'s type rule gives (remembered under ``key``), or None if it has no rule."""
+        rule = get_op(op.name).infer_type
+        if rule is None:
+            return None
+        try:
+            ty = rule(arg_types, attrs)
+        except TypeError as err:
+            raise self.error(str(err)) from err
+        self.signatures.op_types[key] = ty
+        return ty
+
+    def module_call_type(self, name: str, arg_types: list[Type | None]) -> Type | None:
+        """The type of a call of module function ``name``; checks the arguments."""
         try:
             func = self.signatures.callee(name)
         except KeyError:
             raise self.error(f"calls @{name}, which is not a function of the module") from None
         if isinstance(func, PrimFunc):
             return self.prim_call_type(name, func, arg_types)
+        return self.function_call_type(name, func, arg_types)
+
+    def function_call_type(self, name: str, func: Function, arg_types: list[Type | None]) -> Type | None:
+        """The return type of Function ``name``; checks the arguments against its parameters."""
         params = func.params
         if len(arg_types) != len(params):
             raise self.error(f"@{name} takes {len(params)} argument(s), got {len(arg_types)}")
@@ -391,8 +414,7 @@ class _TypeInferrer(ExprMutator):
             if ty is None:
                 continue
             if isinstance(param, tir.Var):
-                ok = isinstance(ty, (PrimType, TensorType)) and ty.dtype == param.dtype
-                ok = ok and (type(ty) is PrimType or ty.shape == ())  # type: ignore[union-attr]
+                ok = _is_scalar(ty, param.dtype)
                 want = f"a {param.dtype} scalar"
             else:
                 expected = _buffer_type(param)
@@ -425,35 +447,26 @@ def _buffer_type(buffer: tir.Buffer) -> TensorType | None:
     return TensorType(tuple(dims), buffer.dtype)
 
 
-@function_pass(opt_level=0, name="InferType")
-class _InferTypePass:
-    """Runs :class:`_TypeInferrer`; remembers the inferred return types for the module it last saw.
+@dataclass(frozen=True)
+class InferType(FunctionTransform):
+    """The InferType pass (function level, opt_level 0): fills in and checks binding and return types.
 
-    The memo is kept only for read-only module views (what a pass run hands every
-    function of one pass), which cannot change while it is held.
+    Runs :class:`_TypeInferrer` on every function; the return types it infers are remembered for the module
+    of one pass run (see :class:`~parpass.passes.module_memo.ModuleMemo`).
     """
 
-    def __init__(self) -> None:
-        self._signatures: _Signatures | None = None
+    name: ClassVar[str] = "InferType"
+    opt_level: ClassVar[int] = 0
+
+    _signatures: ModuleMemo[_Signatures] = field(
+        default_factory=lambda: ModuleMemo(_Signatures), init=False, repr=False, compare=False
+    )
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
-        signatures = self._signatures
-        if signatures is None or signatures.mod is not mod:
-            signatures = _Signatures(mod)
-            self._signatures = signatures if mod.is_read_only else None
-        inferrer = _TypeInferrer(None, signatures)
+        inferrer = _TypeInferrer(None, self._signatures.of(mod))
         out = inferrer.infer(func)
         if inferrer.annotated:
             ANNOTATED.add(inferrer.annotated)
         if func.ret_type is None and out.ret_type is not None:
             RET_TYPES.add(1)
         return out
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"_signatures": None}  # the memo belongs to this process's module; workers build their own
-
-
-@register_pass("InferType")
-def InferType() -> Pass:
-    """The InferType pass (function level, opt_level 0): fills in and checks binding and return types."""
-    return _InferTypePass()  # type: ignore[return-value]  # the decorator made the class a FunctionPass

@@ -16,21 +16,24 @@ kept; when nothing is removed the module comes back unchanged.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar, cast
+
 from parpass.ir import Function, IRModule
 from parpass.ir.calls import called_names
-from parpass.transform import Pass, PassContext, Statistic, module_pass, register_pass
+from parpass.transform import ModuleTransform, PassContext, Statistic
 
 __all__ = ["RemoveUnusedFunctions"]
 
 REMOVED = Statistic("RemoveUnusedFunctions", "removed", "functions removed")
 
 
-def _remove_unused_functions(mod: IRModule, ctx: PassContext) -> IRModule:
-    names = mod.names()
+def _reachable(mod: IRModule) -> set[str]:
+    """The names of the entry points of ``mod`` and of the functions they reach through calls."""
     reachable: set[str] = set()
     stack: list[str] = []
-    for name in names:
-        kind, attrs = mod.kind_and_attrs(name)  # reads attributes without decoding a lazily held body
+    for name in mod.names():
+        _, attrs = mod.kind_and_attrs(name)  # reads attributes without decoding a lazily held body
         if "global_symbol" in attrs or attrs.get("SkipOptimization"):
             reachable.add(name)
             stack.append(name)
@@ -39,21 +42,27 @@ def _remove_unused_functions(mod: IRModule, ctx: PassContext) -> IRModule:
         kind, _ = mod.kind_and_attrs(name)
         if not issubclass(kind, Function):
             continue
-        for callee in called_names(mod[name]):  # type: ignore[arg-type]
+        for callee in called_names(cast(Function, mod[name])):  # its kind was just checked
             if callee not in reachable and callee in mod:
                 reachable.add(callee)
                 stack.append(callee)
-    removed = 0
-    for name in names:  # module order; the pass got its own copy of the module to change
-        if name not in reachable:
-            del mod[name]
-            removed += 1
-    if removed:
-        REMOVED.add(removed)
-    return mod
+    return reachable
 
 
-@register_pass("RemoveUnusedFunctions")
-def RemoveUnusedFunctions() -> Pass:
+@dataclass(frozen=True)
+class RemoveUnusedFunctions(ModuleTransform):
     """The RemoveUnusedFunctions pass (module level, opt_level 1): keeps what the entry points reach."""
-    return module_pass(_remove_unused_functions, opt_level=1, name="RemoveUnusedFunctions")
+
+    name: ClassVar[str] = "RemoveUnusedFunctions"
+    opt_level: ClassVar[int] = 1
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        reachable = _reachable(mod)
+        removed = 0
+        for name in mod.names():  # module order; the pass got its own copy of the module to change
+            if name not in reachable:
+                del mod[name]
+                removed += 1
+        if removed:
+            REMOVED.add(removed)
+        return mod
