@@ -270,13 +270,8 @@ class ParallelExecutor:
                 now = time.perf_counter()
                 if now >= check and _PROBE_MIN_FUNCTIONS <= count + 1 < len(first):
                     check = now + _PROBE_EVERY
-                    inline, parallel = self._rest(names, now - start, done, estimate, cfg)
-                    if inline < _SHIP_MIN_SECONDS or parallel >= _SHIP_MARGIN * inline:
-                        continue  # not worth moving (nor starting workers for)
-                    if not self._pool_started and (
-                        now - start < _START_TRUST or not self._earns_start(inline, parallel, cfg)
-                    ):
-                        continue  # starting workers costs more CPU than this run has shown it would save
+                    if not self._worth_moving(names, now - start, done, estimate, cfg):
+                        continue
                     self._pool_started = asked = True
                     if backend.ready(cfg.num_workers):  # starts the workers without waiting for them
                         shipped = True
@@ -289,7 +284,23 @@ class ParallelExecutor:
         self._inline_seconds += probe.timing.wall
         if shipped:
             return probe
-        # The first pass ran here on every function: so does the rest of the chain.
+        return self._finish_in_process(passes, mod, ctx, observer, probe, (decoding, decoded, done), asked)
+
+    def _finish_in_process(
+        self,
+        passes: Sequence[FunctionLevelPass],
+        mod: IRModule,
+        ctx: PassContext,
+        observer: ChainObserver | None,
+        probe: _Probe,
+        measured: tuple[float, int, float],
+        asked: bool,
+    ) -> IRModule:
+        """After the first pass of the chain ran here on every function: what it showed learned (``measured``:
+        decoding seconds, bytes decoded, bytes done), its result, and the rest of the chain run (in the
+        workers if they were ``asked`` for and it pays, else here)."""
+        names = tuple(p.info.name for p in passes)
+        decoding, decoded, done = measured
         self.cost.record_decode(decoding, decoded)
         self.cost.record_inline(names[:1], probe.timing.wall - decoding, int(done))
         if observer is not None:
@@ -310,6 +321,16 @@ class ParallelExecutor:
         out = self._run_inline(passes[1:], out, ctx, rest, names[1:], "after the first pass ran in-process")
         self._inline_seconds += time.perf_counter() - began
         return out
+
+    def _worth_moving(
+        self, names: tuple[str, ...], elapsed: float, done: float, estimate: int, cfg: ParallelConfig
+    ) -> bool:
+        """Whether the rest of a probed wave should move to the workers, ``elapsed`` seconds and ``done`` bytes in."""
+        inline, parallel = self._rest(names, elapsed, done, estimate, cfg)
+        if inline < _SHIP_MIN_SECONDS or parallel >= _SHIP_MARGIN * inline:
+            return False  # not worth moving (nor starting workers for)
+        # starting workers must not cost more CPU than this run has shown it would save
+        return self._pool_started or (elapsed >= _START_TRUST and self._earns_start(inline, parallel, cfg))
 
     def _earns_start(self, inline: float, parallel: float, cfg: ParallelConfig) -> bool:
         """Whether starting the workers pays: what moving the rest of this wave saves, plus what the
@@ -496,23 +517,7 @@ class ParallelExecutor:
         directory = scratch_dir()
         crew.begin_wave(directory)
         store_limit = max(_STORE_MIN, 4 * sum(map(len, wave.functions)) // crew.size)
-        locations = list(wave.locations)
-        unplaced = [i for i, location in enumerate(locations) if location is None or location[0] not in crew.stores]
-        if unplaced:  # bytes no live store holds: into the parent's own store, once for the crew's life
-            blobs = [wave.functions[i] for i in unplaced]
-            path, offsets = crew.place(directory, store_limit, blobs)
-            for i, offset, data in zip(unplaced, offsets, blobs, strict=True):
-                locations[i] = (path, offset, len(data))
-                mod.record_location(wave.names[i], locations[i])
-        probed: list[tuple[str, int, int, int]] = []  # (store, index, offset, length) of each probe's result
-        if wave.probes:
-            store, offsets = crew.place(directory, store_limit, [data for _, data in wave.probes])
-            for (index, data), offset in zip(wave.probes, offsets, strict=True):
-                probed.append((store, index, offset, len(data)))
-        live = {path: i for i, path in enumerate(crew.stores)}
-        every = cast("list[tuple[str, int, int]]", locations)  # each one placed above
-        placed = [(live[path], offset, length) for path, offset, length in every]
-        probes = [(index, live[store], offset, length) for store, index, offset, length in probed]
+        placed, probes = _place(crew, wave, directory, store_limit, mod)
         wave_path = write_wave(
             wave.passes,
             wave.context,
@@ -539,34 +544,12 @@ class ParallelExecutor:
                 answers = crew.receive(_POLL)
                 t1 = time.perf_counter()
                 for seat, answer in answers:
-                    if isinstance(answer, WorkerFailure):
-                        error = RemotePassError(
-                            f"{answer.type_name}: {answer.message}", _label(names), (), answer.type_name
-                        )
-                        add_note(error, "parpass: remote traceback (worker process):\n" + answer.traceback.rstrip())
-                        self._fail_crash(error, names, [], [], mod, ctx, passes, cfg)
-                    assert isinstance(answer, ChunkDone) and answer.wave == wave_path
+                    self._take(crew, seat, answer, wave_path, run, names, mod, ctx, passes, cfg)
                     outstanding[seat] -= 1
-                    run.answers.append((seat, answer))
-                    if answer.store:
-                        reader = crew.store(seat, answer.store)
-                        run.views.extend(
-                            reader.view(r.offset, r.length) if r.offset >= 0 else None for r in answer.results
-                        )
-                    else:
-                        run.views.extend(None for _ in answer.results)
                     self._hand_out(crew, dispatcher, seat, wave_path, outstanding, run)
                 parent += time.perf_counter() - t1
                 if cfg.timeout > 0:
-                    late = [(b.function, b.seconds) for b in crew.running() if b.seconds > cfg.timeout]
-                    if late:
-                        funcs = tuple(wave.names[i] for i, _ in late)
-                        message = (
-                            f"pass {_label(names)} exceeded the timeout of {cfg.timeout:g}s "
-                            f"(config parpass.timeout) on function(s) {', '.join(map(repr, funcs))}"
-                        )
-                        self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
-                        raise PassTimeoutError(message, _label(names), funcs)
+                    self._check_timeout(crew, wave, names, mod, ctx, passes, cfg)
             run.stolen = dispatcher.stolen
             run.parent_seconds = parent
             for seat, answer in run.answers:  # who holds what, for the next wave's affinity
@@ -579,6 +562,53 @@ class ParallelExecutor:
             self._fail_lost(crew, lost, names, wave.names, mod, ctx, passes, cfg)
         finally:
             remove(wave_path)
+
+    def _take(
+        self,
+        crew: Crew,
+        seat: int,
+        answer: object,
+        wave_path: str,
+        run: _Run,
+        names: tuple[str, ...],
+        mod: IRModule,
+        ctx: PassContext,
+        passes: Sequence[FunctionLevelPass],
+        cfg: ParallelConfig,
+    ) -> None:
+        """One answer from ``seat``: a chunk's results into ``run`` (views into the worker's store), or its failure."""
+        if isinstance(answer, WorkerFailure):
+            error = RemotePassError(f"{answer.type_name}: {answer.message}", _label(names), (), answer.type_name)
+            add_note(error, "parpass: remote traceback (worker process):\n" + answer.traceback.rstrip())
+            self._fail_crash(error, names, [], [], mod, ctx, passes, cfg)
+        assert isinstance(answer, ChunkDone) and answer.wave == wave_path
+        run.answers.append((seat, answer))
+        if answer.store:
+            reader = crew.store(seat, answer.store)
+            run.views.extend(reader.view(r.offset, r.length) if r.offset >= 0 else None for r in answer.results)
+        else:
+            run.views.extend(None for _ in answer.results)
+
+    def _check_timeout(
+        self,
+        crew: Crew,
+        wave: _WaveInput,
+        names: tuple[str, ...],
+        mod: IRModule,
+        ctx: PassContext,
+        passes: Sequence[FunctionLevelPass],
+        cfg: ParallelConfig,
+    ) -> None:
+        """A PassTimeoutError naming the functions that have run past ``parpass.timeout`` (with its reproducer)."""
+        late = [(b.function, b.seconds) for b in crew.running() if b.seconds > cfg.timeout]
+        if late:
+            funcs = tuple(wave.names[i] for i, _ in late)
+            message = (
+                f"pass {_label(names)} exceeded the timeout of {cfg.timeout:g}s "
+                f"(config parpass.timeout) on function(s) {', '.join(map(repr, funcs))}"
+            )
+            self._write_reproducer(cfg, mod, ctx, passes, funcs, message)
+            raise PassTimeoutError(message, _label(names), funcs)
 
     @staticmethod
     def _hand_out(
@@ -701,18 +731,9 @@ class ParallelExecutor:
         for stage in range(last + 1):
             if observer is not None:
                 observer.before_stage(stage)
-            while position < len(emitted) and emitted[position][0] == stage:
-                _, index, emissions = emitted[position]
-                position += 1
-                if cutoff is not None and (stage, index) > cutoff:
-                    break
-                try:
-                    _replay(emissions, ctx)
-                except BaseException as err:  # an instrument of a nested pass: serially, raised in this pass's code
-                    attach_pass_note(err, passes[stage].info.name, all_names[index])
-                    if observer is not None:
-                        observer.stage_failed(stage, err)
-                    raise
+            position = _replay_stage(
+                emitted, position, stage, cutoff, ctx, passes[stage].info.name, all_names, observer
+            )
             if stage < last or not errors:
                 # Counted in the workers: in the caller's statistics before the instruments hear of the pass.
                 add_counts(c for r in results if stage < len(r.stage_counts) for c in r.stage_counts[stage])
@@ -732,6 +753,33 @@ class ParallelExecutor:
         if observer is not None:
             observer.stage_failed(first.stage, error)
         raise error
+
+
+def _replay_stage(
+    emitted: list[tuple[int, int, list[Emission]]],
+    position: int,
+    stage: int,
+    cutoff: tuple[int, int] | None,
+    ctx: PassContext,
+    pass_name: str,
+    all_names: list[str],
+    observer: ChainObserver | None,
+) -> int:
+    """Replay stage ``stage``'s emissions from ``emitted[position:]`` in module order, up to the first error
+    (``cutoff``); where the next stage's begin."""
+    while position < len(emitted) and emitted[position][0] == stage:
+        _, index, emissions = emitted[position]
+        position += 1
+        if cutoff is not None and (stage, index) > cutoff:
+            break
+        try:
+            _replay(emissions, ctx)
+        except BaseException as err:  # an instrument of a nested pass: serially, raised in this pass's code
+            attach_pass_note(err, pass_name, all_names[index])
+            if observer is not None:
+                observer.stage_failed(stage, err)
+            raise
+    return position
 
 
 class _Offset:
@@ -893,6 +941,31 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
         else:
             ctx.instrument_pass_error(nested, info, error)
     replay(pending)
+
+
+def _place(
+    crew: Crew, wave: _WaveInput, directory: str, store_limit: int, mod: IRModule
+) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int, int]]]:
+    """Where the crew reads each function's bytes, ``(store, offset, length)``, and each probe's result,
+    ``(index, store, offset, length)``: bytes no live store holds go into the parent's own store (once for
+    the crew's life; ``mod`` records where)."""
+    locations = list(wave.locations)
+    unplaced = [i for i, location in enumerate(locations) if location is None or location[0] not in crew.stores]
+    if unplaced:
+        blobs = [wave.functions[i] for i in unplaced]
+        path, offsets = crew.place(directory, store_limit, blobs)
+        for i, offset, data in zip(unplaced, offsets, blobs, strict=True):
+            locations[i] = (path, offset, len(data))
+            mod.record_location(wave.names[i], locations[i])
+    probed: list[tuple[str, int, int, int]] = []  # (store, index, offset, length) of each probe's result
+    if wave.probes:
+        store, offsets = crew.place(directory, store_limit, [data for _, data in wave.probes])
+        for (index, data), offset in zip(wave.probes, offsets, strict=True):
+            probed.append((store, index, offset, len(data)))
+    live = {path: i for i, path in enumerate(crew.stores)}
+    every = cast("list[tuple[str, int, int]]", locations)  # each one placed above
+    placed = [(live[path], offset, length) for path, offset, length in every]
+    return placed, [(index, live[store], offset, length) for store, index, offset, length in probed]
 
 
 def _inline_reason(ctx: PassContext, cfg: ParallelConfig, names: tuple[str, ...]) -> str | None:
