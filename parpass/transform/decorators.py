@@ -70,7 +70,7 @@ def _wrap_class(pass_cls: type, info: PassInfo, base: _Base, method: str, arity:
         pass_cls.__name__,
         (base,),
         {
-            "__init__": functools.wraps(pass_cls.__init__)(__init__),  # type: ignore[misc]
+            "__init__": functools.wraps(pass_cls.__init__)(__init__),  # type: ignore[misc]  # mypy calls reading __init__ unsound; wraps only copies its metadata
             "__getattr__": __getattr__,
             "__doc__": pass_cls.__doc__,
             "__module__": pass_cls.__module__,
