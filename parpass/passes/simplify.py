@@ -30,10 +30,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from operator import is_not
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from parpass.ir.arith import Arith, simplify_expr
+from parpass.ir.module import IRModule
 from parpass.ir.stmt_functor import post_order_visit
 from parpass.ir.tir import (
     Allocate,
@@ -51,7 +53,7 @@ from parpass.ir.tir import (
     Stmt,
     Var,
 )
-from parpass.transform import Pass, PassContext, Statistic, prim_func_pass, register_pass
+from parpass.transform import PassContext, PrimFuncTransform, Statistic
 
 __all__ = ["Arith", "Simplify", "simplify_expr", "simplify_prim_func"]
 
@@ -324,11 +326,12 @@ def simplify_prim_func(func: PrimFunc) -> PrimFunc:
     return out
 
 
-def _simplify(func: PrimFunc, mod: Any, ctx: PassContext) -> PrimFunc:
-    return simplify_prim_func(func)
-
-
-@register_pass("Simplify")
-def Simplify() -> Pass:
+@dataclass(frozen=True)
+class Simplify(PrimFuncTransform):
     """Arithmetic simplification of every PrimFunc (see :mod:`parpass.passes.simplify`)."""
-    return prim_func_pass(_simplify, opt_level=0, name="Simplify")
+
+    name: ClassVar[str] = "Simplify"
+    opt_level: ClassVar[int] = 0
+
+    def transform_function(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        return simplify_prim_func(func)
