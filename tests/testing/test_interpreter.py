@@ -153,6 +153,16 @@ def test_branch_bindings_are_gone_after_the_branch() -> None:
         run_function(IRModule({"f": f}), "f", True, np.zeros(4, "float32"))
 
 
+def test_an_error_after_a_nested_if_names_the_binding_not_the_branch() -> None:
+    # %r = add(If(c, x, x), %u) with %u undefined: the If has ended when %u is read
+    c, x, r, u = rv(0, "c"), rv(1, "x"), rv(2, "r"), rv(9, "u")
+    nested = relax.If(c, relax.SeqExpr((), x), relax.SeqExpr((), x))
+    f = func([(c, PrimType("bool")), (x, F32x4)], [bind(r, call("add", nested, u))], r)
+    with pytest.raises(InterpreterError) as caught:
+        run_function(IRModule({"f": f}), "f", True, np.zeros(4, "float32"))
+    assert str(caught.value).startswith("in function 'f', binding 0 (%r): variable %u (vid 9)"), str(caught.value)
+
+
 def test_calls_between_functions() -> None:
     a, b, s = rv(0, "a"), rv(1, "b"), rv(2, "s")
     helper = func([(a, F32x4), (b, F32x4)], [bind(s, call("subtract", a, b))], s)

@@ -217,7 +217,7 @@ class _DataflowMachine:
         if scope:
             for vid in scope:
                 frame.env.pop(vid, None)
-        frame.loc = parent
+        frame.loc = None if parent is None else parent[1]  # a branch's parent is ("branch", place of the If, which)
 
     def _branch(self, task: _Task) -> None:
         """Run the branch an ``If``'s condition (on the value stack) takes, in a scope of its own."""
