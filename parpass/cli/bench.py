@@ -149,10 +149,10 @@ class _Plan:
     small: bytes  # the warm-up module
     num_funcs: int
     kinds: str  # the module's functions by kind
+    started: float  # when the work began (the options checked, the module about to be made)
 
 
 def run(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
     plan = _plan(args)
     out = sys.stdout
     out.write(_header(args, plan))
@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     runs = _measure(args, plan, bench)
     summary = summarize(runs, plan.counts, plan.cores, bench.seq_names, leaf_kinds(plan.pipeline))
     out.write(_report(summary, runs, plan))
-    out.write(f"wall time of the benchmark: {time.perf_counter() - started:.1f}s\n")
+    out.write(f"wall time of the benchmark: {time.perf_counter() - plan.started:.1f}s\n")
     out.flush()
     if args.json:
         with atomic_output(args.json, "w") as handle:
@@ -212,10 +212,22 @@ def _plan(args: argparse.Namespace) -> _Plan:
         if args.prim_funcs is not None:
             given += f" --prim-funcs {args.prim_funcs}"
         raise UsageError(f"{given}: an empty module, nothing to time (give --functions or --prim-funcs of at least 1)")
+    started = time.perf_counter()
     mod = make_module(args)
     small = to_bytes(random_module(max(8, 4 * max(counts)), None, args.size, args.seed + 1))
     return _Plan(
-        pipeline, label, spec, config, cores, counts, prim_funcs, to_bytes(mod), small, len(mod), count_kinds(mod)
+        pipeline,
+        label,
+        spec,
+        config,
+        cores,
+        counts,
+        prim_funcs,
+        to_bytes(mod),
+        small,
+        len(mod),
+        count_kinds(mod),
+        started,
     )
 
 

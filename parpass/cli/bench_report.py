@@ -11,7 +11,17 @@ from typing import Any, cast
 from parpass.cli.bench_runs import Run
 from parpass.cli.common import UsageError, atomic_output, check_parent_dir
 
-__all__ = ["AMDAHL_WORKERS", "amdahl", "check_plot", "plot", "render_amdahl", "render_table", "summarize"]
+__all__ = [
+    "AMDAHL_WORKERS",
+    "PLOT_INSTALL_HINT",
+    "amdahl",
+    "check_plot",
+    "plot",
+    "render_amdahl",
+    "render_table",
+    "serial_and_parallel",
+    "summarize",
+]
 
 
 #: How to get matplotlib for ``--plot`` (the README says the same).

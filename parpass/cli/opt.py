@@ -228,13 +228,13 @@ def write_inprocess_reproducer(
 
 
 def run(args: argparse.Namespace) -> int:
-    pipeline, required, disabled, config = _settings(args)
+    pipeline, required, disabled, config, (before, after) = _settings(args)
     mod = read_module(args.input)
     if args.dump_ir:
         make_output_dir(args.dump_ir, "--dump-ir")  # after the input is read: a bad input leaves no directory
     timing = PassTimingInstrument() if args.time_passes else None
     recorder = FailureRecorder() if args.reproducer else None
-    instruments = _instruments(args, timing, recorder)
+    instruments = _instruments(args, before, after, timing, recorder)
     ctx = make_context(args.opt_level, required, disabled, instruments, config)
     repro_before = _stat(args.reproducer) if args.reproducer else None
     start = time.perf_counter()
@@ -256,8 +256,11 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _settings(args: argparse.Namespace) -> tuple[Pass, list[str], list[str], dict[str, Any]]:
-    """The pipeline, required and disabled passes, and config the options give; every option checked before work."""
+def _settings(
+    args: argparse.Namespace,
+) -> tuple[Pass, list[str], list[str], dict[str, Any], tuple[list[str], list[str]]]:
+    """The pipeline, required and disabled passes, config, and the passes to print the IR before and after,
+    as the options give them; every option checked before any work."""
     pipeline, required, disabled, config = pipeline_settings(args)
     if args.pass_statistics:
         config[PASS_STATISTICS] = True
@@ -267,20 +270,22 @@ def _settings(args: argparse.Namespace) -> tuple[Pass, list[str], list[str], dic
         config["parpass.reproducer"] = os.path.abspath(args.reproducer)
         # A pass that kills its process (a segfault, os._exit) can only be reported from outside it.
         config.setdefault("parpass.parallel", "always")
-    check_pass_names(split_names(args.print_ir_before), "--print-ir-before", pipeline)
-    check_pass_names(split_names(args.print_ir_after), "--print-ir-after", pipeline)
+    before = check_pass_names(split_names(args.print_ir_before), "--print-ir-before", pipeline)
+    after = check_pass_names(split_names(args.print_ir_after), "--print-ir-after", pipeline)
     check_output_path(args.output)
     if args.reproducer:
         check_parent_dir(args.reproducer, "--reproducer")
-    return pipeline, required, disabled, config
+    return pipeline, required, disabled, config, (before, after)
 
 
 def _instruments(
-    args: argparse.Namespace, timing: PassTimingInstrument | None, recorder: FailureRecorder | None
+    args: argparse.Namespace,
+    before: list[str],
+    after: list[str],
+    timing: PassTimingInstrument | None,
+    recorder: FailureRecorder | None,
 ) -> list[PassInstrument]:
     """The instruments the options ask for, in a fixed order (timing first: it times the others' work too)."""
-    before = split_names(args.print_ir_before)
-    after = split_names(args.print_ir_after)
     wanted: list[PassInstrument | None] = [
         timing,
         PrintIRBefore(passes=before, file=sys.stderr) if before else None,

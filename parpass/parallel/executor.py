@@ -254,8 +254,6 @@ class ParallelExecutor:
         shipped = asked = False
         if observer is not None:
             observer.before_stage(0)
-        decoding = 0.0  # of functions held as bytes: learned apart from the pass
-        decoded = 0
         try:
             for count, name in enumerate(first):
                 if mod.is_decoded(name):
@@ -263,8 +261,8 @@ class ParallelExecutor:
                 else:
                     before = time.perf_counter()
                     func = mod[name]
-                    decoding += time.perf_counter() - before
-                    decoded += mod.cached_size(name) or 0
+                    probe.decode_seconds += time.perf_counter() - before
+                    probe.decoded_bytes += mod.cached_size(name) or 0
                 probe.results[name] = p0.transform_one(func, name, view, ctx)
                 done += mod.cached_size(name) or per_function
                 now = time.perf_counter()
@@ -284,25 +282,23 @@ class ParallelExecutor:
         self._inline_seconds += probe.timing.wall
         if shipped:
             return probe
-        return self._finish_in_process(passes, mod, ctx, observer, probe, (decoding, decoded, done), asked)
+        probe.done_bytes = done
+        return self._finish_in_process(passes, names, mod, ctx, observer, probe, asked)
 
     def _finish_in_process(
         self,
         passes: Sequence[FunctionLevelPass],
+        names: tuple[str, ...],
         mod: IRModule,
         ctx: PassContext,
         observer: ChainObserver | None,
         probe: _Probe,
-        measured: tuple[float, int, float],
         asked: bool,
     ) -> IRModule:
-        """After the first pass of the chain ran here on every function: what it showed learned (``measured``:
-        decoding seconds, bytes decoded, bytes done), its result, and the rest of the chain run (in the
-        workers if they were ``asked`` for and it pays, else here)."""
-        names = tuple(p.info.name for p in passes)
-        decoding, decoded, done = measured
-        self.cost.record_decode(decoding, decoded)
-        self.cost.record_inline(names[:1], probe.timing.wall - decoding, int(done))
+        """After the first pass of the chain ran here on every function: what ``probe`` measured learned, its
+        result, and the rest of the chain run (in the workers if they were ``asked`` for and it pays, else here)."""
+        self.cost.record_decode(probe.decode_seconds, probe.decoded_bytes)
+        self.cost.record_inline(names[:1], probe.timing.wall - probe.decode_seconds, int(probe.done_bytes))
         if observer is not None:
             observer.after_stage(0, probe.timing)
         out = mod.copy()
@@ -872,6 +868,9 @@ class _Probe:
     def __init__(self) -> None:
         self.results: dict[str, BaseFunc] = {}  # name -> the first pass's result (the same object: unchanged)
         self.timing = StageTiming(0.0, 0.0, in_caller=True)
+        self.decode_seconds = 0.0  # decoding the functions held as bytes (learned apart from the pass)
+        self.decoded_bytes = 0
+        self.done_bytes = 0.0  # the encoded size of the functions the pass ran on
 
 
 class _Run:
@@ -969,7 +968,11 @@ def _place(
 
 
 def _inline_reason(ctx: PassContext, cfg: ParallelConfig, names: tuple[str, ...]) -> str | None:
-    """Why the chain runs in-process whatever it would cost (None: it may go to the workers)."""
+    """Why the chain runs in-process whatever it would cost (None: it may go to the workers).
+
+    Warns, when the chain is kept in-process by configuration or an instrument, that a
+    ``parpass.timeout`` set is not enforced; a ``num_workers`` below 1 is an error.
+    """
     if backend_mod.in_worker():
         return "nested in a worker"
     if cfg.num_workers < 1:

@@ -163,9 +163,9 @@ def _flat_index(indices: tuple[PrimExpr, ...], strides: tuple[PrimExpr, ...]) ->
     return _vector_sum(scalar, ramp_base, ramp_stride, vectors, lanes)
 
 
-def _scaled_vector(index: PrimExpr, base: str, stride: PrimExpr, dtype: str, lanes: int) -> PrimExpr:
-    """``index * stride`` for a vector ``index`` that is not a Ramp (elements of dtype ``base``) in ``dtype``."""
-    vec = index if base == dtype else Cast(vector_dtype(dtype, lanes), index)
+def _scaled_vector(index: PrimExpr, index_dtype: str, stride: PrimExpr, dtype: str, lanes: int) -> PrimExpr:
+    """``index * stride`` in ``dtype``, for a vector ``index`` that is not a Ramp (elements of ``index_dtype``)."""
+    vec = index if index_dtype == dtype else Cast(vector_dtype(dtype, lanes), index)
     return vec if type(stride) is IntImm and stride.value == 1 else Mul(vec, Broadcast(stride, lanes))
 
 

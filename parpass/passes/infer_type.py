@@ -85,7 +85,7 @@ def _is_flat(value: Expr) -> bool:
     return type(value) is Var or type(value) is Constant
 
 
-def _post_order(expr: Expr) -> list[Expr]:
+def _operands_first(expr: Expr) -> list[Expr]:
     """The nodes of ``expr`` whose types its type is computed from, operands before their expression (an If is
     one node: its blocks are typed already). An explicit walk, so nesting depth costs no Python frames."""
     order: list[Expr] = []
@@ -321,7 +321,7 @@ class _TypeInferrer(ExprMutator):
     def nested_type(self, expr: Expr) -> Type | None:
         """The type of any expression: the types of its nodes, operands first."""
         done: dict[int, Type | None] = {}
-        for node in _post_order(expr):
+        for node in _operands_first(expr):
             done[id(node)] = self.node_type(node, done)
         return done[id(expr)]
 

@@ -18,7 +18,7 @@ class ModuleMemo(Generic[T]):
 
     A pass run hands every function the same read-only module view, which cannot change while it is held, so
     the facts built for the first function hold for the others. A writable module may change between calls:
-    its facts are built afresh each time and not kept. A pass does not pickle its memo: workers build their own.
+    its facts are built afresh each time and not kept. It pickles without its facts: workers build their own.
     """
 
     __slots__ = ("_build", "_held")
@@ -26,6 +26,9 @@ class ModuleMemo(Generic[T]):
     def __init__(self, build: Callable[[IRModule], T]) -> None:
         self._build = build
         self._held: tuple[IRModule, T] | None = None
+
+    def __reduce__(self) -> tuple[type[ModuleMemo[T]], tuple[Callable[[IRModule], T]]]:
+        return (type(self), (self._build,))
 
     def of(self, mod: IRModule) -> T:
         """The facts about ``mod``: the kept ones if ``mod`` is the module they were built for."""

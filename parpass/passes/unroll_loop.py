@@ -194,7 +194,7 @@ class _Planner:
         tasks.append((_VISIT, body))
         while tasks:
             code, arg = tasks.pop()
-            if code is _VISIT:
+            if code == _VISIT:
                 if track_local and local:
                     _local_index_vars(arg, local, self.touched)
                 kind = type(arg)
@@ -204,10 +204,10 @@ class _Planner:
                     handler = _PLAN_HANDLERS.get(kind)
                     if handler is not None:
                         handler(self, arg)
-            elif code is _ENTER_ELEMENT:  # each element of a sequence is counted from zero (TVM)
+            elif code == _ENTER_ELEMENT:  # each element of a sequence is counted from zero (TVM)
                 saved.append((self.steps, self.unroll_depth, self.normal_depth))
                 self.steps = self.unroll_depth = self.normal_depth = 0
-            elif code is _LEAVE_ELEMENT:  # ... then added to the sequence's counts
+            elif code == _LEAVE_ELEMENT:  # ... then added to the sequence's counts
                 steps, unroll_depth, normal_depth = saved.pop()
                 self.steps += steps
                 self.unroll_depth = max(self.unroll_depth, unroll_depth)
@@ -230,7 +230,7 @@ class _Planner:
             self.tasks.append((_VISIT, stmt.else_case))
         self.tasks.append((_VISIT, stmt.then_case))
 
-    def visit_body(self, stmt: LetStmt | Allocate) -> None:
+    def visit_let(self, stmt: LetStmt) -> None:
         self.tasks.append((_VISIT, stmt.body))
 
     def visit_allocate(self, stmt: Allocate) -> None:
@@ -266,7 +266,7 @@ _PLAN_HANDLERS: dict[type, Callable[[_Planner, Any], None]] = {
     For: _Planner.visit_for,
     SeqStmt: _Planner.visit_seq,
     IfThenElse: _Planner.visit_if,
-    LetStmt: _Planner.visit_body,
+    LetStmt: _Planner.visit_let,
     Allocate: _Planner.visit_allocate,
 }
 

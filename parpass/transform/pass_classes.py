@@ -26,10 +26,15 @@ A class without a ``name`` of its own is not registered (a base for other passes
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
+from parpass.ir.module import IRModule
+from parpass.ir.relax import Function
+from parpass.ir.tir import PrimFunc
+from parpass.transform.context import PassContext
 from parpass.transform.pass_info import PassInfo, check_opt_level, check_pass_names
 from parpass.transform.passes import FunctionPass, ModulePass, Pass, PrimFuncPass
 from parpass.transform.registry import register_pass
@@ -44,11 +49,16 @@ def changed_options(p: Pass) -> list[tuple[str, Any]]:
     """
     if not isinstance(p, _Transform) or not dataclasses.is_dataclass(p):
         return []
-    return [
-        (f.name, getattr(p, f.name))
-        for f in dataclasses.fields(p)
-        if f.init and (f.default is dataclasses.MISSING or getattr(p, f.name) != f.default)
-    ]
+    return [(f.name, getattr(p, f.name)) for f in dataclasses.fields(p) if f.init and not _at_default(p, f)]
+
+
+def _at_default(p: object, f: dataclasses.Field[Any]) -> bool:
+    """Whether ``p``'s field ``f`` holds its default (a required field never does)."""
+    if f.default is not dataclasses.MISSING:
+        return bool(getattr(p, f.name) == f.default)
+    if f.default_factory is not dataclasses.MISSING:
+        return bool(getattr(p, f.name) == f.default_factory())
+    return False
 
 
 def _rebuild(cls: type[Any], options: dict[str, Any]) -> Any:
@@ -76,7 +86,8 @@ class _Transform:
             raise TypeError(f"{where}: opt_level must be set to an int as a class variable")
         check_opt_level(cls.opt_level, where)
         check_pass_names(cls.required, f"{where}: required")
-        if not callable(getattr(cls, cls._method, None)):
+        method = getattr(cls, cls._method, None)
+        if not callable(method) or getattr(method, "__isabstractmethod__", False):
             raise TypeError(f"{where} must define {cls._method}")
         register_pass(cls.name)(cast("Callable[[], Pass]", cls))  # the class is its own factory
 
@@ -111,14 +122,26 @@ class FunctionTransform(_Transform, FunctionPass):
 
     _method = "transform_function"
 
+    @abc.abstractmethod
+    def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        """``func`` transformed (``mod`` is the read-only module it belongs to)."""
+
 
 class PrimFuncTransform(_Transform, PrimFuncPass):
     """A PrimFunc pass as a class: define ``transform_function(self, func, mod, ctx) -> PrimFunc``."""
 
     _method = "transform_function"
 
+    @abc.abstractmethod
+    def transform_function(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        """``func`` transformed (``mod`` is the read-only module it belongs to)."""
+
 
 class ModuleTransform(_Transform, ModulePass):
     """A module pass as a class: define ``transform_module(self, mod, ctx) -> IRModule``."""
 
     _method = "transform_module"
+
+    @abc.abstractmethod
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        """``mod`` transformed (the pass's own copy, which it may change)."""
