@@ -1,4 +1,4 @@
-"""Dtype names of numpy arrays, cached.
+"""Dtype names: numpy's names cached, vector dtypes, and the integer dtypes' widths and ranges.
 
 ``str(arr.dtype)`` is computed in Python by numpy on every call, which is a
 noticeable share of constant folding and interpretation; dtype objects are
@@ -8,6 +8,15 @@ hashable and few, so their names are cached here.
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
+
+#: The integer dtypes of the IR (numpy names), signed then unsigned.
+INT_DTYPE_NAMES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+#: Integer dtype -> (bits, signed).
+INT_BITS: dict[str, tuple[int, bool]] = {d: (np.iinfo(d).bits, np.iinfo(d).min < 0) for d in INT_DTYPE_NAMES}
+#: Integer dtype -> the inclusive range ``(lo, hi)`` of its values.
+INT_RANGE: dict[str, tuple[int, int]] = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in INT_DTYPE_NAMES}
 
 _NAMES: dict[Any, str] = {}
 

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from operator import is_not
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from parpass.ir.arith import Arith, simplify_expr
 from parpass.ir.module import IRModule
@@ -129,7 +129,6 @@ class _StmtSimplifier:
         self.simplify = self.arith.simplify
         self.defined_once, self.in_shapes = _definitions(func)
         self.memo: dict[int, Any] = {}  # statement id -> rewritten statement, or _REMOVED
-        self.keep: list[Any] = []
         self.simplified = 0
         self.removed = 0
         self.decided = 0
@@ -154,7 +153,6 @@ class _StmtSimplifier:
                 stack.extend((_ENTER, k) for k in reversed(kids) if id(k) not in memo)
             else:
                 memo[id(s)] = exit_(self, s)
-                self.keep.append(s)
         out: Stmt = memo[id(body)]
         return _noop() if out is _REMOVED else out
 
@@ -194,8 +192,8 @@ class _StmtSimplifier:
             return (taken,) if taken is not None else ()
         return (s.then_case,) if s.else_case is None else (s.then_case, s.else_case)
 
-    def _enter_seq(self, s: Any) -> tuple[Any, ...]:
-        return cast("tuple[Any, ...]", s.seq)
+    def _enter_seq(self, s: SeqStmt) -> tuple[Any, ...]:
+        return s.seq
 
     def _enter_body(self, s: Any) -> tuple[Any, ...]:
         return (s.body,)
@@ -245,7 +243,7 @@ class _StmtSimplifier:
             self.removed += 1
             return _REMOVED
         lo, extent = self.simplify(s.min), self.simplify(s.extent)
-        if s.loop_var.vid in self.arith.values:
+        if self.arith.substitutes(s.loop_var):
             self.removed += 1
             return body  # extent 1: the loop variable was substituted by ``min``
         rewritten = (lo is not s.min) + (extent is not s.extent)
@@ -282,7 +280,7 @@ class _StmtSimplifier:
 
     def _exit_let(self, s: Any) -> Any:
         body = self.memo[id(s.body)]
-        if body is _REMOVED or s.var.vid in self.arith.values:
+        if body is _REMOVED or self.arith.substitutes(s.var):
             self.removed += 1  # removed, or every use was replaced by the value
             return body
         value = self.simplify(s.value)

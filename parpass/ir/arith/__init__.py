@@ -46,7 +46,5 @@ rules) and :mod:`~parpass.ir.arith.analyzer` (the walk, :class:`Arith`).
 from __future__ import annotations
 
 from parpass.ir.arith.analyzer import Arith, simplify_expr
-from parpass.ir.arith.dtypes import FLOAT_DTYPES, INT_BITS, INT_RANGE, Interval, wrap
-from parpass.ir.arith.polynomial import Poly
 
-__all__ = ["FLOAT_DTYPES", "INT_BITS", "INT_RANGE", "Arith", "Interval", "Poly", "simplify_expr", "wrap"]
+__all__ = ["Arith", "simplify_expr"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from parpass.ir import tir
-from parpass.ir.arith.dtypes import BINARY_SET, INT_RANGE, STEP_DTYPE, step_dtype
+from parpass.ir.arith.dtypes import BINARY_SET, INT_RANGE, STEP_DTYPE, not_loop_level
 from parpass.ir.arith.polynomial import LazySum, Result, poly_add, poly_mul
 from parpass.ir.arith.rules import RewriteRules
 from parpass.ir.tir import (
@@ -48,6 +48,7 @@ class Arith(RewriteRules):
 
     def __init__(self) -> None:
         super().__init__()
+        self._dt = {}
         self.values: dict[int, PrimExpr] = {}
         self._memo: dict[int, Result] = {}
         #: integer immediates and variables by value: equal leaves (decoded IR does not share them) are seen once
@@ -76,6 +77,10 @@ class Arith(RewriteRules):
         if bound is not None:
             self.bind_range(var, *bound)
             self.bindings[var.vid] = (poly, dtype)
+
+    def substitutes(self, var: Var) -> bool:
+        """Whether uses of ``var`` are replaced by a value (:meth:`bind_value`)."""
+        return var.vid in self.values
 
     # ------------------------------------------------------------------ entry points
 
@@ -151,7 +156,10 @@ class Arith(RewriteRules):
         """Record the result (by ``key``, the id of ``node``) of a node whose operands have theirs."""
         memo, dts = self._memo, self._dt
         kid_dts = [dts[id(k)] for k in kids]
-        dtype = STEP_DTYPE.get(kind, step_dtype)(node, kid_dts)  # (step_dtype raises for an unknown kind)
+        step = STEP_DTYPE.get(kind)
+        if step is None:
+            raise not_loop_level(node)
+        dtype = step(node, kid_dts)
         dts[key] = dtype
         res = self._rewrite(node, kind, kids, [memo[id(k)] for k in kids], kid_dts, dtype)
         memo[key] = res

@@ -8,6 +8,7 @@ wrap. They decide comparisons, ``min``/``max`` and divisions.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -59,20 +60,25 @@ def _decide(kind: type, lo: int, hi: int) -> bool | None:
     return None
 
 
-class Bounds(Polynomials):
-    """Facts about integer variables (ranges, let-bound polynomials) and the bounds they give every atom."""
+class Bounds(Polynomials, ABC):
+    """Facts about integer variables (ranges, let-bound polynomials) and the bounds they give every atom.
+
+    The analyzer's walk (:class:`~parpass.ir.arith.analyzer.Arith`) provides :meth:`dtype_of` and
+    fills ``_dt``, the dtype of every expression it has seen, by id.
+    """
+
+    #: the dtype of every expression seen, by id (kept alive in ``_keep``); filled by the analyzer's walk
+    _dt: dict[int, str]
 
     def __init__(self) -> None:
         super().__init__()
         self.ranges: dict[int, Interval] = {}
         self.bindings: dict[int, tuple[Poly, str]] = {}
         self._bounds: dict[int, Interval] = {}
-        #: the dtype of every expression seen, by id (kept alive in ``_keep``)
-        self._dt: dict[int, str] = {}
 
+    @abstractmethod
     def dtype_of(self, expr: PrimExpr) -> str:
-        """The dtype of ``expr`` (the analyzer's walk provides it)."""
-        raise NotImplementedError
+        """The dtype of ``expr``."""
 
     def _zbound(self, poly: Poly) -> Interval:
         """Bounds of the exact integer value of ``poly``, from the bounds of its atoms."""
@@ -97,8 +103,7 @@ class Bounds(Polynomials):
             b = bounds.get(a)
             if b is None:  # not an integer atom seen by the walk (cannot happen for walk results)
                 b = INT_RANGE.get(self._dt.get(id(self._rep[a]), ""), _UNBOUNDED)
-            cands = (mlo * b[0], mlo * b[1], mhi * b[0], mhi * b[1])
-            mlo, mhi = min(cands), max(cands)
+            mlo, mhi = _product_bounds((mlo, mhi), b)
         return mlo, mhi
 
     def _exact_bound(self, poly: Poly, dtype: str) -> Interval | None:
@@ -128,7 +133,7 @@ class Bounds(Polynomials):
 
     # Bounds of each kind of integer atom (``full``: the dtype's range, when nothing better is known).
 
-    def _mod_bounds(self, node: Any, dtype: str, full: Interval) -> Interval:
+    def _mod_bounds(self, node: Any, _dtype: str, full: Interval) -> Interval:
         c = node.b.value if type(node.b) is IntImm else 0
         if c > 0:
             return (0, c - 1)
@@ -144,12 +149,12 @@ class Bounds(Polynomials):
         q0, q1 = sorted((a[0] // c, a[1] // c))
         return (max(q0, full[0]), min(q1, full[1]))
 
-    def _min_max_bounds(self, node: Any, dtype: str, full: Interval) -> Interval:
+    def _min_max_bounds(self, node: Any, dtype: str, _full: Interval) -> Interval:
         ba, bb = self._bound_of(node.a, dtype), self._bound_of(node.b, dtype)
         pick = min if type(node) is Min else max
         return (pick(ba[0], bb[0]), pick(ba[1], bb[1]))
 
-    def _select_bounds(self, node: Any, dtype: str, full: Interval) -> Interval:
+    def _select_bounds(self, node: Any, dtype: str, _full: Interval) -> Interval:
         bt, bf = self._bound_of(node.true_value, dtype), self._bound_of(node.false_value, dtype)
         return (min(bt[0], bf[0]), max(bt[1], bf[1]))
 

@@ -1,7 +1,7 @@
 """Dtypes as the arithmetic analyzer sees them: integer widths and ranges, wrapping, and node dtypes.
 
 Integer arithmetic wraps like C (two's complement), so the analyzer needs each
-integer dtype's width and range; :func:`step_dtype` gives a node's dtype from
+integer dtype's width and range; :data:`STEP_DTYPE` gives a node's dtype from
 its operands' dtypes during the analyzer's bottom-up walk.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from parpass.ir.dtype import split_vector, vector_dtype
+from parpass.ir.dtype import INT_BITS, INT_RANGE, split_vector, vector_dtype
 from parpass.ir.tir import (
     EQ,
     GE,
@@ -49,28 +49,13 @@ __all__ = [
     "STEP_DTYPE",
     "Interval",
     "is_vector",
-    "step_dtype",
+    "not_loop_level",
     "wrap",
 ]
 
 #: Inclusive bounds ``(lo, hi)`` of an integer value.
 Interval = tuple[int, int]
 
-#: Integer dtype -> (bits, signed).
-INT_BITS: dict[str, tuple[int, bool]] = {
-    "int8": (8, True),
-    "int16": (16, True),
-    "int32": (32, True),
-    "int64": (64, True),
-    "uint8": (8, False),
-    "uint16": (16, False),
-    "uint32": (32, False),
-    "uint64": (64, False),
-}
-#: Integer dtype -> the inclusive range of its values.
-INT_RANGE: dict[str, Interval] = {
-    d: ((-(1 << (b - 1)), (1 << (b - 1)) - 1) if s else (0, (1 << b) - 1)) for d, (b, s) in INT_BITS.items()
-}
 FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
 
 COMPARES = (EQ, NE, LT, LE, GT, GE)
@@ -149,9 +134,6 @@ STEP_DTYPE: dict[type, Callable[[Any, list[str]], str]] = {
 }
 
 
-def step_dtype(node: Any, kid_dtypes: list[str]) -> str:
-    """The dtype of ``node`` from the dtypes of its operands (one step of ``tir.expr_dtype``)."""
-    step = STEP_DTYPE.get(type(node))
-    if step is None:
-        raise TypeError(f"Simplify: {type(node).__name__} is not a loop-level expression")
-    return step(node, kid_dtypes)
+def not_loop_level(node: Any) -> TypeError:
+    """The error for a node the analyzer does not know (it has no dtype step)."""
+    return TypeError(f"Simplify: {type(node).__name__} is not a loop-level expression")

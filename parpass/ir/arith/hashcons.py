@@ -9,6 +9,7 @@ reused whenever that structure is needed again, so equal results are one object.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import Any, cast
 
 import msgspec
@@ -103,7 +104,9 @@ class HashConsing:
         self._keep.append(node)
         return s
 
-    def _make(self, kind: type, *kids: PrimExpr, leaf: tuple[Any, ...] = (), build: Any = None) -> PrimExpr:
+    def _make(
+        self, kind: type, *kids: PrimExpr, leaf: tuple[Any, ...] = (), build: Callable[[], PrimExpr] | None = None
+    ) -> PrimExpr:
         """The representative of ``kind(*kids)`` (hash-consed: an existing equal node is reused)."""
         kid_sids = tuple(map(self.sid, kids))
         s = self._table.get((kind, leaf, kid_sids))

@@ -16,7 +16,17 @@ from parpass.ir.arith.dtypes import INT_BITS, INT_RANGE, wrap
 from parpass.ir.arith.hashcons import HashConsing
 from parpass.ir.tir import Add, IntImm, Mul, PrimExpr, Sub
 
-__all__ = ["MAX_DISTRIBUTE", "LazySum", "Poly", "Polynomials", "Result", "poly_add", "poly_mul", "poly_normalize"]
+__all__ = [
+    "MAX_DISTRIBUTE",
+    "LazySum",
+    "Poly",
+    "Polynomials",
+    "Result",
+    "poly_add",
+    "poly_difference",
+    "poly_mul",
+    "poly_normalize",
+]
 
 #: A polynomial: monomial (sorted tuple of atom sids, ``()`` for the constant) -> coefficient.
 Poly = dict[tuple[int, ...], int]

@@ -16,6 +16,7 @@ A rule returns the rewritten expression, or None to keep the node's shape.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -71,25 +72,25 @@ _FloatIdentity = Callable[["RewriteRules", type, PrimExpr, PrimExpr, Any, Any], 
 class RewriteRules(Bounds):
     """The rewrite of a node given its simplified operands, by kind of node and dtype of the operands."""
 
+    @abstractmethod
     def simplify(self, expr: PrimExpr) -> PrimExpr:
-        """The simplified ``expr`` (the analyzer's walk provides it)."""
-        raise NotImplementedError
+        """The simplified ``expr``."""
 
     def _scalar(self, kind: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
         """``kind(a, b)`` on scalar operands, simplified."""
         return self.simplify(self._make(kind, a, b))
 
     def _rules(
-        self, node: Any, kind: type, es: list[Any], dtype: str, kids: list[Result], kid_dts: list[str]
+        self, node: Any, kind: type, es: list[Any], dtype: str, results: list[Result], kid_dts: list[str]
     ) -> PrimExpr | None:
         """The rewrite of ``node`` with simplified operands ``es``, or None to keep its shape."""
         rule = _RULES.get(kind)
-        return None if rule is None else rule(self, node, es, dtype, kids, kid_dts)
+        return None if rule is None else rule(self, node, es, dtype, results, kid_dts)
 
     # --- by kind of node
 
     def _binary_rules(
-        self, node: Any, es: list[Any], dtype: str, kids: list[Result], kid_dts: list[str]
+        self, node: Any, es: list[Any], dtype: str, results: list[Result], kid_dts: list[str]
     ) -> PrimExpr | None:
         kind = type(node)
         a, b = es
@@ -99,7 +100,7 @@ class RewriteRules(Bounds):
             return self._ramp_rules(kind, a, b)
         operand = kid_dts[0]
         if operand in INT_RANGE:
-            return self._int_rules(kind, a, b, kids, dtype, operand)
+            return self._int_rules(kind, a, b, results, dtype, operand)
         if operand in FLOAT_DTYPES:
             return self._float_rules(kind, a, b, operand)
         if operand == "bool":
@@ -107,12 +108,12 @@ class RewriteRules(Bounds):
         return None
 
     def _not_rules(
-        self, node: Any, es: list[Any], dtype: str, kids: list[Result], kid_dts: list[str]
+        self, node: Any, es: list[Any], dtype: str, results: list[Result], kid_dts: list[str]
     ) -> PrimExpr | None:
         return self._not(es[0])
 
     def _select_rules(
-        self, node: Any, es: list[Any], dtype: str, kids: list[Result], kid_dts: list[str]
+        self, node: Any, es: list[Any], dtype: str, results: list[Result], kid_dts: list[str]
     ) -> PrimExpr | None:
         cond, t, f = es
         if type(cond) is IntImm:
@@ -122,12 +123,12 @@ class RewriteRules(Bounds):
         return None
 
     def _cast_rules(
-        self, node: Any, es: list[Any], dtype: str, kids: list[Result], kid_dts: list[str]
+        self, node: Any, es: list[Any], dtype: str, results: list[Result], kid_dts: list[str]
     ) -> PrimExpr | None:
         return self._cast(node.dtype, es[0], kid_dts[0])
 
     def _call_rules(
-        self, node: Any, es: list[Any], dtype: str, kids: list[Result], kid_dts: list[str]
+        self, node: Any, es: list[Any], dtype: str, results: list[Result], kid_dts: list[str]
     ) -> PrimExpr | None:
         fold = _EXACT_INTRINSICS.get(node.op)
         if fold is not None and len(es) == 1 and type(es[0]) is FloatImm and node.dtype in FLOAT_DTYPES:
@@ -135,7 +136,7 @@ class RewriteRules(Bounds):
         return None
 
     def _ramp_stride_rules(
-        self, node: Any, es: list[Any], dtype: str, kids: list[Result], kid_dts: list[str]
+        self, node: Any, es: list[Any], dtype: str, results: list[Result], kid_dts: list[str]
     ) -> PrimExpr | None:
         base, stride = es
         if type(stride) is IntImm and stride.value == 0:
@@ -145,26 +146,26 @@ class RewriteRules(Bounds):
     # --- integers
 
     def _int_rules(
-        self, kind: type, a: PrimExpr, b: PrimExpr, kids: list[Result], dtype: str, operand: str
+        self, kind: type, a: PrimExpr, b: PrimExpr, results: list[Result], dtype: str, operand: str
     ) -> PrimExpr | None:
         ca = a.value if type(a) is IntImm else None
         cb = b.value if type(b) is IntImm else None
         if kind is FloorDiv or kind is FloorMod:
-            return self._div(kind, a, b, ca, cb, kids, operand)
+            return self._div(kind, a, b, ca, cb, results, operand)
         if kind is Min or kind is Max:
-            return self._int_min_max(kind, a, b, ca, cb, kids, operand)
+            return self._int_min_max(kind, a, b, ca, cb, results, operand)
         if kind in COMPARES:
-            return self._int_compare(kind, a, b, ca, cb, kids, operand)
+            return self._int_compare(kind, a, b, ca, cb, results, operand)
         return None
 
     def _int_min_max(
-        self, kind: type, a: PrimExpr, b: PrimExpr, ca: int | None, cb: int | None, kids: list[Result], operand: str
+        self, kind: type, a: PrimExpr, b: PrimExpr, ca: int | None, cb: int | None, results: list[Result], operand: str
     ) -> PrimExpr | None:
         if ca is not None and cb is not None:
             return self.const(operand, min(ca, cb) if kind is Min else max(ca, cb))
         if self.sid(a) == self.sid(b):
             return a
-        _, d = self._difference(kids[0], kids[1], operand)
+        _, d = self._difference(results[0], results[1], operand)
         if d is not None:
             if d[1] <= 0:  # a <= b
                 return a if kind is Min else b
@@ -173,9 +174,9 @@ class RewriteRules(Bounds):
         return None
 
     def _int_compare(
-        self, kind: type, a: PrimExpr, b: PrimExpr, ca: int | None, cb: int | None, kids: list[Result], operand: str
+        self, kind: type, a: PrimExpr, b: PrimExpr, ca: int | None, cb: int | None, results: list[Result], operand: str
     ) -> PrimExpr | None:
-        decided = self._compare(kind, kids[0], kids[1], operand)
+        decided = self._compare(kind, results[0], results[1], operand)
         if decided is not None:
             return self.const("bool", int(decided))
         if ca is not None and cb is None:  # constant on the right
@@ -183,7 +184,7 @@ class RewriteRules(Bounds):
         return None
 
     def _div(
-        self, kind: type, a: PrimExpr, b: PrimExpr, ca: int | None, cb: int | None, kids: list[Result], dtype: str
+        self, kind: type, a: PrimExpr, b: PrimExpr, ca: int | None, cb: int | None, results: list[Result], dtype: str
     ) -> PrimExpr | None:
         if cb is None or cb == 0:
             return None
@@ -196,7 +197,7 @@ class RewriteRules(Bounds):
             return a if kind is FloorDiv else self.const(dtype, 0)
         if cb < 0:
             return None
-        split = self._split_sum(self._poly(kids[0], dtype), cb, dtype)
+        split = self._split_sum(self._poly(results[0], dtype), cb, dtype)
         if split is None:
             return None
         quotient, remainder = split

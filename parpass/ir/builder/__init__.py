@@ -47,7 +47,8 @@ process-wide counter, so building the same IR twice gives identical functions.
 
 The dataflow builder is in :mod:`~parpass.ir.builder.function` (its checked expression
 constructors in :mod:`~parpass.ir.builder.exprs`), the loop-level one in
-:mod:`~parpass.ir.builder.prim_func`.
+:mod:`~parpass.ir.builder.prim_func`; what both share (naming, attrs, finishing once) in
+:mod:`~parpass.ir.builder.base`.
 """
 
 from __future__ import annotations

@@ -16,12 +16,12 @@ from parpass.ir.printer import format_literal
 
 __all__ = ["call", "check_arity", "check_expr", "const", "getitem", "tuple_"]
 
-EXPR_TYPES = (relax.Var, relax.Constant, relax.Tuple, relax.TupleGetItem, relax.Call, relax.If, GlobalVar)
+_EXPR_TYPES = (relax.Var, relax.Constant, relax.Tuple, relax.TupleGetItem, relax.Call, relax.If, GlobalVar)
 
 
 def check_expr(value: object, what: str) -> relax.Expr:
     """``value`` if it is a dataflow expression; a TypeError naming ``what`` (and the fix for a number) if not."""
-    if not isinstance(value, EXPR_TYPES):
+    if not isinstance(value, _EXPR_TYPES):
         hint = "; wrap numbers and arrays with const(value, dtype)" if not isinstance(value, Node) else ""
         raise TypeError(f"{what} must be a dataflow expression, got {type(value).__name__} {value!r}{hint}")
     return value

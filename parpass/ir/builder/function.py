@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from parpass.errors import closest_names, format_names
 from parpass.ir import relax
+from parpass.ir.builder.base import BuilderBase
 from parpass.ir.builder.errors import BuilderError
 from parpass.ir.builder.exprs import call, check_arity, check_expr, const, getitem, tuple_
 from parpass.ir.ids import IdSupply
 from parpass.ir.node import AttrValue, GlobalVar, Node, Op
 from parpass.ir.op import get_op
-from parpass.ir.printer import format_literal
 from parpass.ir.types import PrimType, TensorType, TupleType, Type
 
 __all__ = ["FunctionBuilder", "IfBranch", "IfBuilder"]
@@ -132,7 +131,7 @@ class IfBuilder:
         fb._bind(self.var, relax.If(self._cond, self.then.seq, self.else_.seq), ty)
 
 
-class FunctionBuilder:
+class FunctionBuilder(BuilderBase):
     """Builds a dataflow :class:`~parpass.ir.relax.Function` binding by binding (see the module docstring).
 
     ``name`` is used in error messages and for :attr:`global_var`; ``attrs`` and
@@ -141,6 +140,8 @@ class FunctionBuilder:
     the op registry's rule gives when every argument type is known; a rule that
     rejects the arguments raises its TypeError, naming the binding.
     """
+
+    kind_name = "FunctionBuilder"
 
     def __init__(
         self,
@@ -151,17 +152,13 @@ class FunctionBuilder:
         ids: IdSupply | None = None,
         infer_types: bool = True,
     ) -> None:
-        self.name = name
-        self.attrs: dict[str, AttrValue] = dict(attrs or {})
-        if self.attrs:
-            format_literal(self.attrs, f"attrs of {self._what()}")
+        super().__init__(name, attrs)
         self.ret_type = ret_type
         self.ids = ids if ids is not None else IdSupply()
         self.infer_types = infer_types
         self._params: list[relax.Param] = []
         self._root = _Scope(self._what())
         self._frames: list[_Scope | IfBuilder] = [self._root]
-        self._finished = False
 
     # ------------------------------------------------------------ helpers (also as module functions)
 
@@ -169,9 +166,6 @@ class FunctionBuilder:
     const = staticmethod(const)
     tuple_ = staticmethod(tuple_)
     getitem = staticmethod(getitem)
-
-    def _what(self) -> str:
-        return f"FunctionBuilder {self.name!r}" if self.name else "FunctionBuilder"
 
     @property
     def global_var(self) -> GlobalVar:
@@ -181,10 +175,6 @@ class FunctionBuilder:
         return GlobalVar(self.name)
 
     # ------------------------------------------------------------ scopes
-
-    def _check_open(self) -> None:
-        if self._finished:
-            raise BuilderError(f"{self._what()} was already finished; start a new builder")
 
     def _current(self, action: str) -> _Scope:
         self._check_open()
@@ -223,12 +213,7 @@ class FunctionBuilder:
             t = type(node)
             if t is relax.Var:
                 if node.vid not in bound and self._lookup(node) is None:
-                    visible = self._visible()
-                    near = closest_names(node.name_hint, visible)
-                    raise BuilderError(
-                        f"{where}: variable %{node.name_hint} (id {node.vid}) is not defined in {self._what()} "
-                        f"or not in scope here; in scope: {format_names(near, len(visible))}"
-                    )
+                    raise self._undefined("variable", node.name_hint, node.vid, where)
             elif t is relax.Binding:
                 bound.add(node.var.vid)
                 stack.append(node.value)

@@ -6,8 +6,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Union
 
-from parpass.errors import closest_names, format_names
 from parpass.ir import tir
+from parpass.ir.builder.base import BuilderBase
 from parpass.ir.builder.errors import BuilderError
 from parpass.ir.ids import IdSupply
 from parpass.ir.node import AttrValue, Node
@@ -35,19 +35,23 @@ def _stmt_of(stmts: list[tir.Stmt]) -> tir.Stmt:
     return stmts[0] if len(stmts) == 1 else tir.SeqStmt(tuple(stmts))
 
 
-def _bound_name(node: Any) -> tuple[str, int] | None:
-    """The variable (``"v"``) or buffer (``"b"``) a statement binds over its body, by vid; None for others."""
+#: The kind of name in a binding key: a variable or a buffer (their vids are counted apart).
+_VAR, _BUFFER = "v", "b"
+
+
+def _binding_key(node: Any) -> tuple[str, int] | None:
+    """The key (kind of name, vid) of the variable or buffer a statement binds over its body; None for others."""
     t = type(node)
     if t is tir.For:
-        return ("v", node.loop_var.vid)
+        return (_VAR, node.loop_var.vid)
     if t is tir.LetStmt:
-        return ("v", node.var.vid)
+        return (_VAR, node.var.vid)
     if t is tir.Allocate:
-        return ("b", node.buffer.vid)
+        return (_BUFFER, node.buffer.vid)
     return None
 
 
-class PrimFuncBuilder:
+class PrimFuncBuilder(BuilderBase):
     """Builds a loop-level :class:`~parpass.ir.tir.PrimFunc` (see the module docstring).
 
     Every statement made inside a ``with`` construct becomes part of that
@@ -56,6 +60,8 @@ class PrimFuncBuilder:
     enclosing loop, let or allocation.
     """
 
+    kind_name = "PrimFuncBuilder"
+
     def __init__(
         self,
         name: str | None = None,
@@ -63,22 +69,11 @@ class PrimFuncBuilder:
         attrs: Mapping[str, AttrValue] | None = None,
         ids: IdSupply | None = None,
     ) -> None:
-        self.name = name
-        self.attrs: dict[str, AttrValue] = dict(attrs or {})
-        if self.attrs:
-            format_literal(self.attrs, f"attrs of {self._what()}")
+        super().__init__(name, attrs)
         self.ids = ids if ids is not None else IdSupply()
         self._params: list[tir.Var | tir.Buffer] = []
         self._blocks: list[_Block] = [_Block(self._what())]
         self._last_if: tuple[_Block, int, tir.IfThenElse] | None = None
-        self._finished = False
-
-    def _what(self) -> str:
-        return f"PrimFuncBuilder {self.name!r}" if self.name else "PrimFuncBuilder"
-
-    def _check_open(self) -> None:
-        if self._finished:
-            raise BuilderError(f"{self._what()} was already finished; start a new builder")
 
     # ------------------------------------------------------------ scope checks
 
@@ -103,14 +98,6 @@ class PrimFuncBuilder:
             names.extend(b.name for b in block.buffers.values())
         return names
 
-    def _undefined(self, what: str, name: str, vid: int, where: str) -> BuilderError:
-        visible = self._visible()
-        near = closest_names(name, visible)
-        return BuilderError(
-            f"{where}: {what} %{name} (id {vid}) is not defined in {self._what()} or not in scope here; "
-            f"in scope: {format_names(near, len(visible))}"
-        )
-
     def _check_uses(self, root: Node, where: str) -> None:
         """Variables and buffers under ``root`` (not bound inside it) are in scope."""
         bound: set[tuple[str, int]] = set()
@@ -121,26 +108,26 @@ class PrimFuncBuilder:
             if id(node) in seen:
                 continue
             seen.add(id(node))
-            if self._check_name(node, bound, where):
+            if self._is_checked_use(node, bound, where):
                 continue  # a buffer's shape was checked where it was declared
             # Variables bound by a statement inside ``root`` are in scope for the rest of it.
-            name = _bound_name(node)
-            if name is not None:
-                bound.add(name)
+            key = _binding_key(node)
+            if key is not None:
+                bound.add(key)
             if isinstance(node, Node):
                 stack.extend(reversed(list(node.children())))
             else:
                 raise TypeError(f"{where}: {type(node).__name__} {node!r} is not an IR node")
 
-    def _check_name(self, node: Any, bound: set[tuple[str, int]], where: str) -> bool:
+    def _is_checked_use(self, node: Any, bound: set[tuple[str, int]], where: str) -> bool:
         """Whether ``node`` is a variable or buffer use, raising if it is not in scope (nor in ``bound``)."""
         t = type(node)
         if t is tir.Var:
-            if ("v", node.vid) not in bound and not self._known_var(node):
+            if (_VAR, node.vid) not in bound and not self._known_var(node):
                 raise self._undefined("variable", node.name_hint, node.vid, where)
             return True
         if t is tir.Buffer:
-            if ("b", node.vid) not in bound and not self._known_buffer(node):
+            if (_BUFFER, node.vid) not in bound and not self._known_buffer(node):
                 raise self._undefined("buffer", node.name, node.vid, where)
             return True
         return False

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from parpass.ir.builtin_ops import DTYPES
+from parpass.ir.dtype import INT_RANGE
 
 #: Every dtype a type, buffer, variable or immediate may have (a vector's base included).
 KNOWN_DTYPES = frozenset(DTYPES)
 #: The signed and unsigned integer dtypes: loop variables, indices and buffer dimensions.
 INT_DTYPES = frozenset(d for d in DTYPES if d.startswith(("int", "uint")))
 #: The values an integer immediate of each dtype may hold.
-INT_RANGES: dict[str, tuple[int, int]] = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in INT_DTYPES} | {
-    "bool": (0, 1)
-}
+INT_RANGES: dict[str, tuple[int, int]] = {**INT_RANGE, "bool": (0, 1)}
 
 
 def var_name(var: Any) -> str:

@@ -213,7 +213,7 @@ class RelaxChecker:
             self.report(loc, f"annotated type {format_type(ty)} differs from the inferred type {format_type(inferred)}")
         return ty
 
-    def end_block(self, seq: relax.SeqExpr, parent: Any) -> None:
+    def end_block(self, _seq: relax.SeqExpr, parent: Any) -> None:
         """The bindings of an If branch go out of scope after it (those of the body stay)."""
         vids = self.block_vids.pop()
         if parent is not None:

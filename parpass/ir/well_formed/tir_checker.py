@@ -262,7 +262,7 @@ class TirChecker:
         self.define(var.vid, loc, f"loop variable {var.name_hint}")
         self.vars[var.vid] = var
 
-    def store(self, stmt: tir.BufferStore, loc: Any) -> None:
+    def visit_store(self, stmt: tir.BufferStore, loc: Any) -> None:
         value = self.expr(stmt.value, loc)
         index_types = [self.expr(i, loc) for i in stmt.indices]
         buffer = stmt.buffer
@@ -373,7 +373,7 @@ class TirChecker:
 
 #: The handler of each kind of statement (anything else is reported as not a statement).
 _STMT_VISITORS: dict[type, Callable[[TirChecker, Any, Any], None]] = {
-    tir.BufferStore: TirChecker.store,
+    tir.BufferStore: TirChecker.visit_store,
     tir.SeqStmt: TirChecker.visit_seq,
     tir.For: TirChecker.visit_for,
     tir.IfThenElse: TirChecker.visit_if,

@@ -9,7 +9,7 @@ deep IR never recurses in Python. Expression kinds dispatch through
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,13 +96,21 @@ def run_function(mod: IRModule, name: str, *args: Value, memoize: bool = True) -
             f"function {name!r} takes {len(func.params)} argument(s) "
             f"({', '.join('%' + p.var.name_hint for p in func.params)}), got {len(args)}"
         )
+    env, problem = _bind_params(func, args)
+    if problem is not None:
+        raise ArgumentError(f"function {name!r}: {problem}")
+    return _DataflowMachine(mod, memoize).run(_Frame(name, env, None, None), func)
+
+
+def _bind_params(func: relax.Function, args: Sequence[Any]) -> tuple[dict[int, Value], str | None]:
+    """``func``'s parameters bound to ``args`` (as many), each coerced to its type; or the first problem."""
     env: dict[int, Value] = {}
     for k, (param, arg) in enumerate(zip(func.params, args, strict=True)):
         value, problem = coerce(arg, param.ty, f"argument {k} (%{param.var.name_hint})")
         if problem is not None:
-            raise ArgumentError(f"function {name!r}: {problem}")
+            return env, problem
         env[param.var.vid] = value
-    return _DataflowMachine(mod, memoize).run(_Frame(name, env, None, None), func)
+    return env, None
 
 
 def run(mod: IRModule, name: str, *args: Any, memoize: bool = True) -> Value:
@@ -279,12 +287,9 @@ class _DataflowMachine:
         """Queue the body of Function ``callee`` in a new frame (and the memoizing of its result under ``key``)."""
         if len(args) != len(callee.params):
             raise frame.error(f"call of @{gname}: it takes {len(callee.params)} argument(s), got {len(args)}")
-        env: dict[int, Value] = {}
-        for k, (param, arg) in enumerate(zip(callee.params, args, strict=True)):
-            value, problem = coerce(arg, param.ty, f"argument {k} (%{param.var.name_hint})")
-            if problem is not None:
-                raise frame.error(f"call of @{gname}: {problem}")
-            env[param.var.vid] = value
+        env, problem = _bind_params(callee, args)
+        if problem is not None:
+            raise frame.error(f"call of @{gname}: {problem}")
         new = _Frame(gname, env, frame, frame.loc)
         if key is not None:
             self.tasks.append((self._remember, key))
