@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from parpass.ir.dtype import dtype_name
+from parpass.ir.dtype import INT_DTYPE_NAMES, dtype_name
 from parpass.ir.node import Attrs
 from parpass.ir.op import register_op
 from parpass.ir.types import PrimType, TensorType, TupleType, Type
@@ -39,20 +39,7 @@ TypeFn = Callable[[str, Sequence[Type], Attrs], Type]
 EvalFn = Callable[[Sequence[Array], Attrs], Array]
 
 #: Dtypes the ops accept (numpy names).
-DTYPES = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-)
+DTYPES = ("bool", *INT_DTYPE_NAMES, "float16", "float32", "float64")
 _FLOAT = frozenset({"float16", "float32", "float64"})
 _NUMERIC = frozenset(DTYPES) - {"bool"}
 
