@@ -91,6 +91,16 @@ _MISSING: Any = object()
 _PENDING: Any = object()
 
 
+def _set_attribute(fn: Callable[..., Any], attr: str, value: object) -> None:
+    """Set an attribute on a function (a bound method refuses it with AttributeError, as it should)."""
+    setattr(fn, attr, value)
+
+
+def _mark(fn: Callable[..., Any], attr: str) -> None:
+    """Flag a handler function with ``attr`` (read back with ``getattr(fn, attr, False)``)."""
+    _set_attribute(fn, attr, True)
+
+
 def post_order(handler: _F) -> _F:
     """Mark an override of a scoped handler (``visit_if_``, ``visit_for_``, ...) as post-order.
 
@@ -102,13 +112,13 @@ def post_order(handler: _F) -> _F:
     body is already rewritten, removing an empty branch), and the IR may nest
     deeply.
     """
-    vars(handler)["_parpass_post_order"] = True  # a function attribute; vars() keeps it typed
+    _mark(handler, "_parpass_post_order")
     return handler
 
 
 def _default(handler: _F) -> _F:
     """Mark a handler as the library's default (its children are visited first)."""
-    vars(handler)["_parpass_default"] = True
+    _mark(handler, "_parpass_default")
     return handler
 
 
@@ -164,7 +174,7 @@ def _nested(handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
             if level == 1 and self._saved_limit is not None:
                 _restore_limit(self)
 
-    vars(run_nested)["__wrapped__"] = handler
+    _set_attribute(run_nested, "__wrapped__", handler)
     return run_nested
 
 
@@ -179,7 +189,7 @@ def _scoped(handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         finally:
             self._memo, self._keep = saved
 
-    vars(run_in_scope)["__wrapped__"] = handler
+    _set_attribute(run_in_scope, "__wrapped__", handler)
     return _nested(run_in_scope)
 
 

@@ -203,7 +203,8 @@ def _nesting_depth(root: object) -> int:
     return best
 
 
-def _encode_with(encode: Callable[[Any], bytes], obj: object, what: str) -> bytes:
+def encode_with(encode: Callable[[Any], bytes], obj: object, what: str) -> bytes:
+    """``encode(obj)``, also for objects nested deeper than the recursion limit; errors name ``what``."""
     try:
         return encode(obj)
     except RecursionError:
@@ -582,7 +583,7 @@ def to_bytes(x: IRObject) -> bytes:
     if isinstance(x, IRModule):
         attrs = dict(x.attrs)
         funcs = [[name, msgspec.Raw(x.encoded_function(name))] for name in x.names()]
-        return _encode_with(_encoder.encode, [FORMAT_MAGIC, FORMAT_VERSION, "module", attrs, funcs], "module attrs")
+        return encode_with(_encoder.encode, [FORMAT_MAGIC, FORMAT_VERSION, "module", attrs, funcs], "module attrs")
     if isinstance(x, BaseFunc):
         return _encoder.encode([FORMAT_MAGIC, FORMAT_VERSION, "function", msgspec.Raw(encode_function(x))])
     raise TypeError(f"to_bytes expects an IRModule or a function, got {type(x).__name__}")
@@ -709,8 +710,11 @@ def _json_children(obj: object, path: str, in_attrs: bool) -> list[tuple[object,
     return []
 
 
-def _function_for_json(mod: IRModule, name: str) -> BaseFunc:
-    # Do not leave lazily held functions decoded in the module just because it was written as JSON.
+def function_of(mod: IRModule, name: str) -> BaseFunc:
+    """Function ``name`` of ``mod``; a lazily held one is decoded for the caller only and stays lazy in ``mod``.
+
+    (Writing a module as JSON, or hashing or comparing it, should not leave its functions decoded in it.)
+    """
     return mod[name] if mod.is_decoded(name) else decode_function(mod.encoded_function(name))
 
 
@@ -725,7 +729,7 @@ def to_json(x: IRObject) -> bytes:
     if unencodable is not None:
         raise ValueError(f"cannot write JSON: {unencodable}; it could not be read back")
     if isinstance(x, IRModule):
-        funcs = [[name, _function_for_json(x, name)] for name in x.names()]
+        funcs = [[name, function_of(x, name)] for name in x.names()]
         payload = [FORMAT_MAGIC, FORMAT_VERSION, "module", dict(x.attrs), funcs]
         problem = _json_problem(payload[3])
         if problem:
@@ -742,7 +746,7 @@ def to_json(x: IRObject) -> bytes:
         raise TypeError(f"to_json expects an IRModule or a function, got {type(x).__name__}")
     if problem:
         raise ValueError(f"cannot write JSON: {problem}; use the msgpack format instead")
-    return _encode_with(_json_encoder.encode, payload, "IR as JSON")
+    return encode_with(_json_encoder.encode, payload, "IR as JSON")
 
 
 def from_json(data: bytes | bytearray | memoryview | str, *, source: str | None = None) -> IRObject:

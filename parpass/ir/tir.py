@@ -26,7 +26,7 @@ class _TirNode(Node, frozen=True, gc=False, tag=lambda name: f"tir.{name}"):
     """Base of the loop-level IR nodes; their tags are ``tir.<Class>``."""
 
 
-def _this(node: PrimExprBase) -> PrimExpr:
+def _as_prim_expr(node: PrimExprBase) -> PrimExpr:
     """``node`` typed as the :data:`PrimExpr` union, which lists every concrete PrimExprBase class."""
     return cast("PrimExpr", node)
 
@@ -39,31 +39,31 @@ class PrimExprBase(_TirNode, frozen=True, gc=False):
         return expr_dtype(self)
 
     def __add__(self, other: PrimExprLike) -> Add:
-        return Add(_this(self), convert(other, self))
+        return Add(_as_prim_expr(self), convert(other, self))
 
     def __radd__(self, other: PrimExprLike) -> Add:
-        return Add(convert(other, self), _this(self))
+        return Add(convert(other, self), _as_prim_expr(self))
 
     def __sub__(self, other: PrimExprLike) -> Sub:
-        return Sub(_this(self), convert(other, self))
+        return Sub(_as_prim_expr(self), convert(other, self))
 
     def __rsub__(self, other: PrimExprLike) -> Sub:
-        return Sub(convert(other, self), _this(self))
+        return Sub(convert(other, self), _as_prim_expr(self))
 
     def __mul__(self, other: PrimExprLike) -> Mul:
-        return Mul(_this(self), convert(other, self))
+        return Mul(_as_prim_expr(self), convert(other, self))
 
     def __rmul__(self, other: PrimExprLike) -> Mul:
-        return Mul(convert(other, self), _this(self))
+        return Mul(convert(other, self), _as_prim_expr(self))
 
     def __floordiv__(self, other: PrimExprLike) -> FloorDiv:
-        return FloorDiv(_this(self), convert(other, self))
+        return FloorDiv(_as_prim_expr(self), convert(other, self))
 
     def __mod__(self, other: PrimExprLike) -> FloorMod:
-        return FloorMod(_this(self), convert(other, self))
+        return FloorMod(_as_prim_expr(self), convert(other, self))
 
     def __neg__(self) -> Sub:
-        return Sub(convert(0, self), _this(self))
+        return Sub(convert(0, self), _as_prim_expr(self))
 
 
 # ---------------------------------------------------------------- leaves
@@ -439,29 +439,28 @@ class PrimFunc(BaseFunc, frozen=True, gc=False, tag="PrimFunc"):
 
 def expr_dtype(expr: PrimExprBase) -> str:
     """The dtype of ``expr`` (``"int32x4"`` for a 4-lane vector), computed without recursion."""
-    node: PrimExprBase = expr
     lanes = 1
     while True:
-        if isinstance(node, (IntImm, FloatImm, Var, Cast, Call)):
-            return vector_dtype(node.dtype if lanes == 1 else element_dtype(node.dtype), lanes)
-        if isinstance(node, (_Compare, Not)):
+        if isinstance(expr, (IntImm, FloatImm, Var, Cast, Call)):
+            return vector_dtype(expr.dtype if lanes == 1 else element_dtype(expr.dtype), lanes)
+        if isinstance(expr, (_Compare, Not)):
             return vector_dtype("bool", lanes)
-        if isinstance(node, _Binary):
+        if isinstance(expr, _Binary):
             # Both operands share the dtype: follow a leaf operand when there is one, so that
             # left-deep chains such as ((x + 1) + 1) + 1 answer in constant time.
-            node = node.b if isinstance(node.b, _LEAVES) else node.a
-        elif isinstance(node, Select):
-            node = node.true_value
-        elif isinstance(node, Ramp):
-            lanes *= node.lanes
-            node = node.base
-        elif isinstance(node, Broadcast):
-            lanes *= node.lanes
-            node = node.value
-        elif isinstance(node, BufferLoad):
-            return _buffer_load_dtype(node, lanes)
+            expr = expr.b if isinstance(expr.b, _LEAVES) else expr.a
+        elif isinstance(expr, Select):
+            expr = expr.true_value
+        elif isinstance(expr, Ramp):
+            lanes *= expr.lanes
+            expr = expr.base
+        elif isinstance(expr, Broadcast):
+            lanes *= expr.lanes
+            expr = expr.value
+        elif isinstance(expr, BufferLoad):
+            return _buffer_load_dtype(expr, lanes)
         else:
-            raise TypeError(f"not a PrimExpr: {type(node).__name__}")
+            raise TypeError(f"not a PrimExpr: {type(expr).__name__}")
 
 
 def _buffer_load_dtype(load: BufferLoad, lanes: int) -> str:

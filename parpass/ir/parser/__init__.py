@@ -57,14 +57,14 @@ from parpass.ir.node import BaseFunc
 from parpass.ir.parser.relax_syntax import _RelaxParser
 from parpass.ir.parser.tir_syntax import _TirParser
 from parpass.ir.parser.tokens import (
-    _EOF,
     _FUNC_WORDS,
     _TOKEN_RE,
+    EOF,
     TEXT_EXTENSION,
     ParseError,
-    _describe,
     _did_you_mean,
-    _error_at,
+    describe,
+    error_at,
 )
 from parpass.ir.printer import astext
 from parpass.ir.serialization import IRObject, check_loaded, register_format
@@ -84,7 +84,7 @@ class _Parser(_RelaxParser, _TirParser):
             attrs = self.attrs("module attributes")
         funcs: list[tuple[str, BaseFunc]] = []
         seen: dict[str, int] = {}
-        while toks[self.i] != _EOF:
+        while toks[self.i] != EOF:
             k = self.i
             tok = toks[k]
             if tok[0] != "@" or len(tok) < 2:
@@ -92,7 +92,7 @@ class _Parser(_RelaxParser, _TirParser):
                     self.fail(f"expected '@name = {tok}(...)': a module's functions are named (use parse_function)")
                 self.fail(
                     f"expected a function definition '@name = function(...)' or '@name = primfunc(...)', "
-                    f"got {_describe(tok)}"
+                    f"got {describe(tok)}"
                 )
             name = self.name_of(k)[1]
             if name in seen:
@@ -123,7 +123,7 @@ class _Parser(_RelaxParser, _TirParser):
         if tok == "primfunc":
             return self.prim_function()
         hint = _did_you_mean(tok, _FUNC_WORDS)
-        self.fail(f"expected 'function' or 'primfunc', got {_describe(tok)}{hint}")
+        self.fail(f"expected 'function' or 'primfunc', got {describe(tok)}{hint}")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -145,9 +145,9 @@ def _run(text: str, filename: str, what: str) -> Any:
                 p.expect("=", "after the function's name")
             func = p.function()
         except IndexError as exc:  # a look-ahead past the end-of-input tokens: the text was cut short
-            raise _error_at(text, len(text), filename, "unexpected end of input") from exc
-        if p.toks[p.i] != _EOF:
-            p.fail(f"unexpected {_describe(p.toks[p.i])} after the end of the function")
+            raise error_at(text, len(text), filename, "unexpected end of input") from exc
+        if p.toks[p.i] != EOF:
+            p.fail(f"unexpected {describe(p.toks[p.i])} after the end of the function")
         return func
     finally:
         if gc_was_enabled:
@@ -195,7 +195,7 @@ def _read_text(data: bytes, source: str) -> IRObject:
         text = data.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError as exc:
         prefix = data[: exc.start].decode("utf-8", "replace")
-        raise _error_at(
+        raise error_at(
             prefix + data[exc.start :].decode("utf-8", "replace"), len(prefix), source, f"not UTF-8 text: {exc.reason}"
         ) from None
     if text.startswith("\ufeff"):

@@ -10,7 +10,7 @@ import numpy as np
 
 from parpass.ir import relax
 from parpass.ir.parser.core import _ParserCore
-from parpass.ir.parser.tokens import _CONST_WORDS, _INT_RE, _NUMBER_RE, _describe
+from parpass.ir.parser.tokens import _CONST_WORDS, _INT_RE, _NUMBER_RE, describe
 
 
 class _ConstScan:
@@ -107,7 +107,7 @@ class _ConstantParser(_ParserCore):
                 want_value = True
                 continue
             if tok != "]":
-                self.fail(f"expected ',' or ']' in constant values, got {_describe(tok)}")
+                self.fail(f"expected ',' or ']' in constant values, got {describe(tok)}")
             self.i += 1
             shape = self._const_close(scan)
             if shape is not None:
@@ -130,7 +130,7 @@ class _ConstantParser(_ParserCore):
                 raw = toks[i]
                 tok = "-" + raw
             if not ("0" <= raw[0] <= "9" or raw in _CONST_WORDS):
-                self.fail(f"expected a constant value (true, false or a number), got {_describe(raw)}", i)
+                self.fail(f"expected a constant value (true, false or a number), got {describe(raw)}", i)
             values.append(tok)
             i += 1
             if depth != scan.leaf_depth:

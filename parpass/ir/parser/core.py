@@ -6,7 +6,8 @@ everything here is shared by both.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+import enum
+from typing import Any, Final, NoReturn
 
 from parpass.errors import NameNotFoundError, closest_names, format_names
 from parpass.ir.builtin_ops import DTYPES
@@ -15,20 +16,20 @@ from parpass.ir.ids import IdSupply
 from parpass.ir.node import GlobalVar, Op
 from parpass.ir.op import get_op
 from parpass.ir.parser.tokens import (
-    _EOF,
     _INT_RE,
     _LOOKAHEAD,
     _PRIM_FAST,
     _TENSOR_FAST,
     _TOKEN_RE,
+    EOF,
     _decode_string,
-    _describe,
     _did_you_mean,
-    _error_at,
-    _fmt_key,
     _is_ident,
+    describe,
+    error_at,
 )
 from parpass.ir.printer import KEYWORDS
+from parpass.ir.printer.words import fmt_name
 from parpass.ir.types import PrimType, TensorType, TupleType, Type
 
 _DTYPE_SET = frozenset(DTYPES)
@@ -37,15 +38,19 @@ _TYPE_WORDS = ("Tensor", "Prim", "Tuple")
 _LITERAL_WORDS: dict[str, Any] = {"null": None, "true": True, "false": False}
 
 
-class _More:
-    """The literal parser's answer "a container is open: more tokens to come" (never a literal's value)."""
+class _Opened(enum.Enum):
+    """The type of :data:`OPENED` (an enum, so that ``is OPENED`` narrows for the type checker)."""
+
+    OPENED = "opened"
 
 
-_MORE = _More()
+#: What a step of the loops that parse nested syntax (literals, types, tir expressions) answers when it
+#: opened a container (a list, a dict, a Tuple type, a group): its contents come next. Never a parsed value.
+OPENED: Final = _Opened.OPENED
 
 
 class _ParserCore:
-    """Parses one text. Token strings live in ``toks`` (ending with ``_EOF``); ``i`` is the current index."""
+    """Parses one text. Token strings live in ``toks`` (ending with ``EOF``); ``i`` is the current index."""
 
     def __init__(self, text: str, filename: str) -> None:
         self.text = text
@@ -53,7 +58,7 @@ class _ParserCore:
         self.toks: list[str] = _TOKEN_RE.findall(text)
         # End-of-input tokens, enough for the longest look-ahead (``toks[k + 3]``): text cut anywhere reads
         # as "unexpected end of input", never as an IndexError.
-        self.toks.extend([_EOF] * _LOOKAHEAD)
+        self.toks.extend([EOF] * _LOOKAHEAD)
         self.i = 0
         if '"' in self.toks:  # a quote that did not start a complete string token
             self.fail("unterminated string (a string is one line, with JSON escapes)", self.toks.index('"'))
@@ -83,20 +88,20 @@ class _ParserCore:
     def fail(self, reason: str, k: int | None = None, shift: int = 0) -> NoReturn:
         """Raise a ParseError at token ``k`` (default: the current one), ``shift`` characters into it."""
         pos = self._offset(self.i if k is None else k) + shift
-        raise _error_at(self.text, pos, self.filename, reason)
+        raise error_at(self.text, pos, self.filename, reason)
 
     def expect(self, word: str, what: str = "") -> None:
         tok = self.toks[self.i]
         if tok != word:
             ctx = f" {what}" if what else ""
-            self.fail(f"expected {word!r}{ctx}, got {_describe(tok)}")
+            self.fail(f"expected {word!r}{ctx}, got {describe(tok)}")
         self.i += 1
 
     def string(self, what: str) -> str:
         """A JSON string token."""
         tok = self.toks[self.i]
         if tok[0] != '"':
-            self.fail(f"expected a string ({what}), got {_describe(tok)}")
+            self.fail(f"expected a string ({what}), got {describe(tok)}")
         try:
             value = _decode_string(tok)
         except ValueError as exc:
@@ -110,7 +115,7 @@ class _ParserCore:
         if tok[0] == '"':
             return self.string(what)
         if not _is_ident(tok) or tok in KEYWORDS:
-            self.fail(f"expected {what}, got {_describe(tok)}")
+            self.fail(f"expected {what}, got {describe(tok)}")
         self.i += 1
         return tok
 
@@ -123,7 +128,7 @@ class _ParserCore:
             sign, k = -1, k + 1
         tok = toks[k]
         if not _INT_RE.match(tok):
-            self.fail(f"expected an integer ({what}), got {_describe(tok)}", k)
+            self.fail(f"expected an integer ({what}), got {describe(tok)}", k)
         self.i = k + 1
         return sign * self._int(tok, k)
 
@@ -144,7 +149,7 @@ class _ParserCore:
             name = _decode_string(tok[1:])
         except ValueError as exc:
             self.fail(f"bad quoted name: {exc}", k)
-        return _fmt_key(tok[0], name), name
+        return tok[0] + fmt_name(name), name  # the key: the canonical (printed) spelling of the name
 
     def undefined(self, key: str, k: int, what: str) -> NoReturn:
         pool = [n for n in list(self.names)[-5000:] if n[0] == "%"]
@@ -200,14 +205,14 @@ class _ParserCore:
         stack: list[list[Any]] = []  # open containers: [container, is_dict, pending key]
         while True:
             value = self._literal_start(stack)
-            if value is _MORE:
+            if value is OPENED:
                 continue
             value = self._literal_done(stack, value)
-            if value is not _MORE:
+            if value is not OPENED:
                 return value
 
     def _literal_start(self, stack: list[list[Any]]) -> Any:
-        """A scalar literal, an empty container, or ``_MORE`` after opening a container on ``stack``."""
+        """A scalar literal, an empty container, or ``OPENED`` after opening a container on ``stack``."""
         toks = self.toks
         k = self.i
         tok = toks[k]
@@ -219,7 +224,7 @@ class _ParserCore:
                 self.i = k + 2
                 return []
             stack.append([[], False, None])
-            return _MORE
+            return OPENED
         if tok == "{":
             if toks[k + 1] == "}":
                 self.i = k + 2
@@ -227,14 +232,14 @@ class _ParserCore:
             frame: list[Any] = [{}, True, None]
             self._dict_key(frame)
             stack.append(frame)
-            return _MORE
+            return OPENED
         self.i = k
         if tok[0] == '"':
             return self.string("a literal")
         return self.number("a literal (null, true, false, a number, a string, a list or a dict)")
 
     def _literal_done(self, stack: list[list[Any]], value: Any) -> Any:
-        """Hand a complete ``value`` to the open containers: the whole literal, or ``_MORE`` at a ``,``."""
+        """Hand a complete ``value`` to the open containers: the whole literal, or ``OPENED`` at a ``,``."""
         toks = self.toks
         while stack:
             frame = stack[-1]
@@ -248,10 +253,10 @@ class _ParserCore:
                 self.i += 1
                 if frame[1]:
                     self._dict_key(frame)
-                return _MORE
+                return OPENED
             close = "}" if frame[1] else "]"
             if tok != close:
-                self.fail(f"expected ',' or {close!r} in a {'dict' if frame[1] else 'list'}, got {_describe(tok)}")
+                self.fail(f"expected ',' or {close!r} in a {'dict' if frame[1] else 'list'}, got {describe(tok)}")
             self.i += 1
             stack.pop()
             value = container
@@ -283,12 +288,12 @@ class _ParserCore:
         if tok == "inf" or tok == "nan":
             self.i = k + 1
             return float("-" + tok if neg else tok)
-        self.fail(f"expected {what}, got {_describe(tok)}", k)
+        self.fail(f"expected {what}, got {describe(tok)}", k)
 
     def attrs(self, what: str) -> dict[str, Any]:
         k = self.i
         if self.toks[k] != "{":
-            self.fail(f"expected a dict of {what} ('{{...}}'), got {_describe(self.toks[k])}")
+            self.fail(f"expected a dict of {what} ('{{...}}'), got {describe(self.toks[k])}")
         value = self.literal()
         assert isinstance(value, dict)
         return value
@@ -322,15 +327,15 @@ class _ParserCore:
             return t
         stack: list[list[Type]] = []  # the fields so far of each open Tuple(
         while True:
-            t = self._type_start(stack)
-            if t is None:
+            leaf = self._type_start(stack)
+            if leaf is OPENED:
                 continue
-            t = self._type_done(stack, t)
-            if t is not None:
-                return t
+            done = self._type_done(stack, leaf)
+            if done is not OPENED:
+                return done
 
-    def _type_start(self, stack: list[list[Type]]) -> Type | None:
-        """A leaf type or ``Tuple()``, or None after opening a Tuple on ``stack``."""
+    def _type_start(self, stack: list[list[Type]]) -> Type | _Opened:
+        """A leaf type or ``Tuple()``, or ``OPENED`` after opening a Tuple on ``stack``."""
         toks = self.toks
         k = self.i
         tok = toks[k]
@@ -357,9 +362,9 @@ class _ParserCore:
                 self.i += 1
                 return TupleType(())
             stack.append([])
-            return None
+            return OPENED
         hint = _did_you_mean(tok, _TYPE_WORDS)
-        self.fail(f"expected a type (Tensor, Prim or Tuple), got {_describe(tok)}{hint}")
+        self.fail(f"expected a type (Tensor, Prim or Tuple), got {describe(tok)}{hint}")
 
     def _tensor_type(self) -> TensorType:
         """``Tensor(shape, "dtype")`` written in tokens (another spelling than the printer's)."""
@@ -371,17 +376,17 @@ class _ParserCore:
         self.expect(")", "to close Tensor(...)")
         return t
 
-    def _type_done(self, stack: list[list[Type]], t: Type) -> Type | None:
-        """Hand a complete type to the open Tuples: the whole type, or None at a ``,``."""
+    def _type_done(self, stack: list[list[Type]], t: Type) -> Type | _Opened:
+        """Hand a complete type to the open Tuples: the whole type, or ``OPENED`` at a ``,`` (more fields)."""
         toks = self.toks
         while stack:
             stack[-1].append(t)
             tok = toks[self.i]
             if tok == ",":
                 self.i += 1
-                return None
+                return OPENED
             if tok != ")":
-                self.fail(f"expected ',' or ')' in Tuple(...), got {_describe(tok)}")
+                self.fail(f"expected ',' or ')' in Tuple(...), got {describe(tok)}")
             self.i += 1
             t = TupleType(tuple(stack.pop()))
         return t

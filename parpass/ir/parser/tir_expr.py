@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from parpass.ir import tir
-from parpass.ir.parser.core import _ParserCore
-from parpass.ir.parser.tokens import _INT_RE, _describe, _is_ident
+from parpass.ir.parser.core import OPENED, _ParserCore
+from parpass.ir.parser.tokens import _INT_RE, _is_ident, describe
 from parpass.ir.printer import KEYWORDS
 
 # binary operators: token -> (precedence, class); all associate left, comparisons do not chain
@@ -26,6 +26,7 @@ _BINOPS: dict[str, tuple[int, type]] = {
     "%": (6, tir.FloorMod),
 }
 _CMP_PREC = 4
+#: The operator-stack entry of ``not`` (operators are tuples ``(precedence, class, token index)``).
 _NOT_ENTRY = (3, None, -1)
 # function-like forms: name -> number of expression arguments (None: any)
 _PFORMS: dict[str, int | None] = {
@@ -37,11 +38,42 @@ _PFORMS: dict[str, int | None] = {
     "ramp": 3,
     "broadcast": 2,
 }
-# group kinds on the operator stack:
-# [0, _G_PAREN, start] / [0, _G_LOAD, start, buffer, indices] / [0, _G_FORM, start, name, args, extra]
-_G_PAREN, _G_LOAD, _G_FORM = range(3)
-#: A group just opened on the operator stack (the operand is still to come).
-_OPENED = object()
+
+
+# ---------------------------------------------------------------- groups on the operator stack
+# A group is an object, an operator a tuple: ``type(ops[-1]) is tuple`` tells an operator of the innermost group.
+
+
+class _ParenGroup:
+    """An open ``(``."""
+
+    __slots__ = ("start",)
+
+    def __init__(self, start: int) -> None:
+        self.start = start  # token index of the "(", for errors
+
+
+class _LoadGroup:
+    """An open buffer load ``%buf[``: its indices so far."""
+
+    __slots__ = ("args", "buffer")
+
+    def __init__(self, buffer: tir.Buffer) -> None:
+        self.buffer = buffer
+        self.args: list[Any] = []
+
+
+class _FormGroup:
+    """An open function-like form ``name(``: its arguments so far, and the dtype (and name) of a cast or call."""
+
+    __slots__ = ("args", "dtype", "intrinsic", "name", "start")
+
+    def __init__(self, start: int, name: str, dtype: str, intrinsic: str) -> None:
+        self.start = start  # token index of the name, for errors
+        self.name = name
+        self.dtype = dtype  # of a cast or call ("" for the other forms)
+        self.intrinsic = intrinsic  # the name of a call ("" for the other forms)
+        self.args: list[Any] = []
 
 
 def _apply(top: Any, vals: list[Any]) -> None:
@@ -94,6 +126,7 @@ class _PrimExprParser(_ParserCore):
         i = self.i
         nxt = toks[i + 1]
         if nxt not in _BINOPS and nxt != "[":  # maybe a lone variable or integer (indices, bounds): no stacks
+            # Fast path: must give what _operand (_var_operand, the integer branch) then _operators would.
             tok = toks[i]
             obj = self.names.get(tok)
             if type(obj) is tir.Var:
@@ -103,11 +136,11 @@ class _PrimExprParser(_ParserCore):
                 self.i = i + 1
                 return tir.IntImm("int32", self._int(tok, i))
         vals: list[Any] = []
-        # operators: (precedence, class, token index) for binary operators and `not`; lists for groups
+        # operators: (precedence, class, token index) for binary operators and `not`; group objects
         ops: list[Any] = []
         while True:
             value = self._operand(ops)
-            if value is _OPENED:
+            if value is OPENED:
                 continue
             vals.append(value)
             if self._operators(vals, ops):
@@ -116,7 +149,7 @@ class _PrimExprParser(_ParserCore):
     # ------------------------------------------------------------ operand position
 
     def _operand(self, ops: list[Any]) -> Any:
-        """An operand, or ``_OPENED`` after pushing ``not`` or a group (its operand comes next)."""
+        """An operand, or ``OPENED`` after pushing ``not`` or a group (its operand comes next)."""
         toks = self.toks
         i = self.i
         tok = toks[i]
@@ -131,11 +164,11 @@ class _PrimExprParser(_ParserCore):
         if tok == "not":
             ops.append(_NOT_ENTRY)
             self.i = i + 1
-            return _OPENED
+            return OPENED
         if tok == "(":
-            ops.append([0, _G_PAREN, i])
+            ops.append(_ParenGroup(i))
             self.i = i + 1
-            return _OPENED
+            return OPENED
         if tok == "true" or tok == "false":
             self.i = i + 1
             return tir.IntImm("bool", 1 if tok == "true" else 0)
@@ -156,13 +189,13 @@ class _PrimExprParser(_ParserCore):
             return self._dtype_imm()
         if _is_ident(tok) and tok not in KEYWORDS:
             self.fail(
-                f"unknown name {_describe(tok)} in an expression (variables are written %name; "
+                f"unknown name {describe(tok)} in an expression (variables are written %name; "
                 f"an immediate of a dtype is dtype(value))"
             )
-        self.fail(f"expected an expression, got {_describe(tok)}")
+        self.fail(f"expected an expression, got {describe(tok)}")
 
     def _var_operand(self, ops: list[Any], i: int) -> Any:
-        """``%v`` (a scalar), ``%buf[]``, or ``_OPENED`` after opening the load group of ``%buf[``."""
+        """``%v`` (a scalar), ``%buf[]``, or ``OPENED`` after opening the load group of ``%buf[``."""
         toks = self.toks
         tok = toks[i]
         obj = self.names.get(tok)
@@ -181,31 +214,31 @@ class _PrimExprParser(_ParserCore):
         if toks[i + 2] == "]":
             self.i = i + 3
             return tir.BufferLoad(obj, ())
-        ops.append([0, _G_LOAD, i, obj, []])
+        ops.append(_LoadGroup(obj))
         self.i = i + 2
-        return _OPENED
+        return OPENED
 
     def _form_open(self, ops: list[Any], tok: str, i: int) -> Any:
         """``name(`` of a function-like form, with the leading dtype (and name) of a cast or call."""
         toks = self.toks
         if toks[i + 1] != "(":
             self.i = i + 1
-            self.fail(f"expected '(' after {tok}, got {_describe(toks[i + 1])}")
+            self.fail(f"expected '(' after {tok}, got {describe(toks[i + 1])}")
         self.i = i + 2
-        extra: Any = None
+        dtype = intrinsic = ""
         if tok == "cast":
-            extra = self.dtype_string(True)
+            dtype = self.dtype_string(True)
             self.expect(",", "after the dtype of a cast")
         elif tok == "call":
             dtype = self.dtype_string(True)
             self.expect(",", "after the dtype of a call")
-            extra = (dtype, self.string("an intrinsic name"))
+            intrinsic = self.string("an intrinsic name")
             if toks[self.i] == ")":
                 self.i += 1
-                return tir.Call(dtype, extra[1], ())
+                return tir.Call(dtype, intrinsic, ())
             self.expect(",", "after the intrinsic name of a call")
-        ops.append([0, _G_FORM, i, tok, [], extra])
-        return _OPENED
+        ops.append(_FormGroup(i, tok, dtype, intrinsic))
+        return OPENED
 
     def _dtype_imm(self) -> Any:
         """An immediate of a dtype: ``int32(3)``, ``float64(0.5)``, ``"my dtype"(1)``."""
@@ -230,7 +263,7 @@ class _PrimExprParser(_ParserCore):
                 self._binop(info, vals, ops)
                 return False
             # not an operator: finish the operators of the innermost group
-            while ops and ops[-1][0] > 0:
+            while ops and type(ops[-1]) is tuple:
                 _apply(ops.pop(), vals)
             if not ops:
                 return True
@@ -240,7 +273,7 @@ class _PrimExprParser(_ParserCore):
     def _binop(self, info: tuple[int, type], vals: list[Any], ops: list[Any]) -> None:
         """Apply the pending operators that bind at least as tight, then push this one."""
         prec = info[0]
-        while ops and ops[-1][0] >= prec:
+        while ops and type(ops[-1]) is tuple and ops[-1][0] >= prec:
             top = ops[-1]
             if top[0] == _CMP_PREC and prec == _CMP_PREC:
                 self.fail("comparisons do not chain: parenthesize one of them")
@@ -253,24 +286,24 @@ class _PrimExprParser(_ParserCore):
         """At the end of a group's operand: True once the group is closed, False at a ``,`` (more arguments)."""
         tok = self.toks[self.i]
         group = ops[-1]
-        gkind = group[1]
-        if gkind == _G_PAREN:
+        if type(group) is _ParenGroup:
             if tok != ")":
-                self.fail(f"expected ')' to close the '(' {self._where(group[2])}, got {_describe(tok)}")
+                self.fail(f"expected ')' to close the '(' {self._where(group.start)}, got {describe(tok)}")
             ops.pop()
             self.i += 1
             return True
-        args = group[4]
+        args = group.args
         args.append(vals.pop())
         if tok == ",":
             self.i += 1
             return False  # the next argument
-        close = "]" if gkind == _G_LOAD else ")"
+        is_load = type(group) is _LoadGroup
+        close = "]" if is_load else ")"
         if tok != close:
-            self.fail(f"expected ',' or {close!r}, got {_describe(tok)}")
+            self.fail(f"expected ',' or {close!r}, got {describe(tok)}")
         ops.pop()
-        if gkind == _G_LOAD:
-            vals.append(tir.BufferLoad(group[3], tuple(args)))
+        if is_load:
+            vals.append(tir.BufferLoad(group.buffer, tuple(args)))
         else:
             vals.append(self.form(group, args))
         self.i += 1
@@ -280,15 +313,15 @@ class _PrimExprParser(_ParserCore):
         pos = self._offset(k)
         return f"at line {self.text.count(chr(10), 0, pos) + 1}, column {pos - self.text.rfind(chr(10), 0, pos)}"
 
-    def form(self, group: list[Any], args: list[Any]) -> Any:
+    def form(self, group: _FormGroup, args: list[Any]) -> Any:
         """The node of a function-like form once its arguments are parsed (``self.i`` at its ``)``)."""
-        name = group[3]
+        name = group.name
         want = _PFORMS[name]
         if want is not None and len(args) != want:
             self.fail(
                 f"{name}(...) takes {want} argument{'s' if want != 1 else ''}"
                 f"{' after the dtype' if name == 'cast' else ''}, got {len(args)}",
-                group[2],
+                group.start,
             )
         if name == "min":
             return tir.Min(args[0], args[1])
@@ -297,12 +330,12 @@ class _PrimExprParser(_ParserCore):
         if name == "select":
             return tir.Select(args[0], args[1], args[2])
         if name == "cast":
-            return tir.Cast(group[5], args[0])
+            return tir.Cast(group.dtype, args[0])
         if name == "call":
-            return tir.Call(group[5][0], group[5][1], tuple(args))
+            return tir.Call(group.dtype, group.intrinsic, tuple(args))
         lanes = args[-1]
         if type(lanes) is not tir.IntImm or lanes.dtype != "int32":
-            self.fail(f"the last argument of {name}(...) is its number of lanes, an integer literal", group[2])
+            self.fail(f"the last argument of {name}(...) is its number of lanes, an integer literal", group.start)
         if name == "ramp":
             return tir.Ramp(args[0], args[1], lanes.value)
         return tir.Broadcast(args[0], lanes.value)

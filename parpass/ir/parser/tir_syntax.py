@@ -2,34 +2,117 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from typing import Any
 
 from parpass.ir import tir
 from parpass.ir.parser.tir_expr import _PrimExprParser
-from parpass.ir.parser.tokens import _EOF, _describe, _did_you_mean
+from parpass.ir.parser.tokens import EOF, _did_you_mean, describe
 
 _FOR_KINDS = {k.value: k for k in tir.ForKind}
 _STMT_WORDS = ("for", "seq", "if", "let", "allocate", "evaluate")
-# frame kinds of the statement machine; frames are [kind, statements, data...]
-_S_ROOT, _S_SEQ, _S_FOR, _S_IF, _S_LET, _S_ALLOC = range(6)
 #: How a bracket changes the nesting depth while parameters are scanned.
 _DEPTH = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 
 
-def _if_stmt(frame: list[Any], body: Any) -> tir.IfThenElse:
-    if frame[3] is None:
-        return tir.IfThenElse(frame[2], body)
-    return tir.IfThenElse(frame[2], frame[3], body)
+def _body(items: list[tir.Stmt]) -> tir.Stmt:
+    """A block's body: its one statement, or a SeqStmt of them."""
+    return items[0] if len(items) == 1 else tir.SeqStmt(tuple(items))
 
 
-#: The statement of a closed block frame (other than seq and the root), from the frame and its body.
-_FRAME_STMT: dict[int, Callable[[list[Any], Any], Any]] = {
-    _S_FOR: lambda frame, body: tir.For(frame[2], frame[3], frame[4], frame[5], body, frame[6]),
-    _S_LET: lambda frame, body: tir.LetStmt(frame[2], frame[3], body),
-    _S_ALLOC: lambda frame, body: tir.Allocate(frame[2], body),
-    _S_IF: _if_stmt,
-}
+# ---------------------------------------------------------------- the open blocks of the statement machine
+
+
+class _StmtFrame(abc.ABC):
+    """An open block: its statements so far; :meth:`close` makes the statement it stands for."""
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list[tir.Stmt] = []
+
+    @abc.abstractmethod
+    def close(self) -> tir.Stmt:
+        """The statement of the block, once its ``}`` is read."""
+
+
+class _RootFrame(_StmtFrame):
+    """The function body."""
+
+    __slots__ = ()
+
+    def close(self) -> tir.Stmt:
+        return _body(self.items)
+
+
+class _SeqFrame(_StmtFrame):
+    """``seq { ... }``: a SeqStmt even of one statement."""
+
+    __slots__ = ()
+
+    def close(self) -> tir.Stmt:
+        return tir.SeqStmt(tuple(self.items))
+
+
+class _ForFrame(_StmtFrame):
+    """The body of a ``for`` loop, with the loop's header."""
+
+    __slots__ = ("annotations", "extent", "kind", "lo", "var")
+
+    def __init__(self, var: tir.Var, lo: Any, extent: Any, kind: tir.ForKind, annotations: dict[str, Any]) -> None:
+        self.items: list[tir.Stmt] = []  # (not super().__init__(): one call less per block)
+        self.var = var
+        self.lo = lo
+        self.extent = extent
+        self.kind = kind
+        self.annotations = annotations
+
+    def close(self) -> tir.Stmt:
+        return tir.For(self.var, self.lo, self.extent, self.kind, _body(self.items), self.annotations)
+
+
+class _IfFrame(_StmtFrame):
+    """A branch of an ``if``: the then branch, or the else branch once ``then`` is set."""
+
+    __slots__ = ("cond", "then")
+
+    def __init__(self, cond: Any) -> None:
+        self.items: list[tir.Stmt] = []  # (not super().__init__(): one call less per block)
+        self.cond = cond
+        self.then: tir.Stmt | None = None
+
+    def close(self) -> tir.Stmt:
+        if self.then is None:
+            return tir.IfThenElse(self.cond, _body(self.items))
+        return tir.IfThenElse(self.cond, self.then, _body(self.items))
+
+
+class _LetFrame(_StmtFrame):
+    """The body of a ``let``, with its variable and value."""
+
+    __slots__ = ("value", "var")
+
+    def __init__(self, var: tir.Var, value: Any) -> None:
+        self.items: list[tir.Stmt] = []  # (not super().__init__(): one call less per block)
+        self.var = var
+        self.value = value
+
+    def close(self) -> tir.Stmt:
+        return tir.LetStmt(self.var, self.value, _body(self.items))
+
+
+class _AllocateFrame(_StmtFrame):
+    """The body of an ``allocate``, with its buffer."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer: tir.Buffer) -> None:
+        self.items: list[tir.Stmt] = []  # (not super().__init__(): one call less per block)
+        self.buffer = buffer
+
+    def close(self) -> tir.Stmt:
+        return tir.Allocate(self.buffer, _body(self.items))
 
 
 class _TirParser(_PrimExprParser):
@@ -70,7 +153,7 @@ class _TirParser(_PrimExprParser):
         expect_param = True
         while True:
             tok = toks[k]
-            if tok == _EOF:
+            if tok == EOF:
                 self.fail("unexpected end of input in a parameter list", k)
             if depth == 0:
                 if tok == ")":
@@ -89,9 +172,9 @@ class _TirParser(_PrimExprParser):
         toks = self.toks
         tok = toks[k]
         if tok[0] != "%" or len(tok) < 2:
-            self.fail(f"expected a parameter '%name: dtype' or '%name: Buffer(...)', got {_describe(tok)}", k)
+            self.fail(f"expected a parameter '%name: dtype' or '%name: Buffer(...)', got {describe(tok)}", k)
         if toks[k + 1] != ":":
-            self.fail(f"expected ':' after a parameter name, got {_describe(toks[k + 1])}", k + 1)
+            self.fail(f"expected ':' after a parameter name, got {describe(toks[k + 1])}", k + 1)
         key, name = self.name_of(k)
         old = self.names.get(key)
         if toks[k + 2] == "Buffer":
@@ -103,7 +186,7 @@ class _TirParser(_PrimExprParser):
         if toks[k + 3] == "(":
             self.fail(
                 f"expected a dtype or 'Buffer(...)' for parameter {key}, got "
-                f"{_describe(toks[k + 2])}{_did_you_mean(toks[k + 2], ('Buffer',))}",
+                f"{describe(toks[k + 2])}{_did_you_mean(toks[k + 2], ('Buffer',))}",
                 k + 2,
             )
         self.i = k + 2
@@ -119,7 +202,7 @@ class _TirParser(_PrimExprParser):
         k = self.i
         tok = toks[k]
         if tok[0] != "%" or len(tok) < 2:
-            self.fail(f"expected a buffer '%name: Buffer(...)', got {_describe(tok)}")
+            self.fail(f"expected a buffer '%name: Buffer(...)', got {describe(tok)}")
         key, name = self.name_of(k)
         old = self.names.get(key)
         if old is None:
@@ -187,7 +270,7 @@ class _TirParser(_PrimExprParser):
         One loop over an explicit stack of open blocks. A block of exactly one
         statement is that statement; otherwise (and always for ``seq``) a SeqStmt.
         """
-        stack: list[list[Any]] = [[_S_ROOT, []]]
+        stack: list[_StmtFrame] = [_RootFrame()]
         while True:
             tok = self.toks[self.i]
             if tok == "}":
@@ -199,34 +282,31 @@ class _TirParser(_PrimExprParser):
             if start is not None:
                 start(self, stack)
             elif tok[0] == "%" and len(tok) > 1:
-                stack[-1][1].append(self._stmt_store())
-            elif tok == _EOF:
+                stack[-1].items.append(self._stmt_store())
+            elif tok == EOF:
                 self.fail("unexpected end of input: a '}' is missing")
             else:
                 hint = _did_you_mean(tok, _STMT_WORDS)
                 self.fail(
-                    f"unknown statement {_describe(tok)}{hint}; a statement is for, seq, if, let, allocate, "
+                    f"unknown statement {describe(tok)}{hint}; a statement is for, seq, if, let, allocate, "
                     "evaluate or a buffer store '%buf[...] = value'"
                 )
 
-    def _close_block(self, stack: list[list[Any]]) -> tir.Stmt | None:
+    def _close_block(self, stack: list[_StmtFrame]) -> tir.Stmt | None:
         """At a block's ``}``: the function body when the root closes, else None (its statement is added)."""
         self.i += 1
         frame = stack.pop()
-        kind = frame[0]
-        items = frame[1]
-        if kind == _S_SEQ:
-            stack[-1][1].append(tir.SeqStmt(tuple(items)))
-            return None
-        body = items[0] if len(items) == 1 else tir.SeqStmt(tuple(items))
-        if kind == _S_ROOT:
-            return body
-        if kind == _S_IF and frame[3] is None and self.toks[self.i] == "else":
+        if type(frame) is _IfFrame and frame.then is None and self.toks[self.i] == "else":
             self.i += 1
             self.expect("{", "to open the else branch")
-            stack.append([_S_IF, [], frame[2], body])
+            frame.then = _body(frame.items)
+            frame.items = []
+            stack.append(frame)
             return None
-        stack[-1][1].append(_FRAME_STMT[kind](frame, body))
+        stmt = frame.close()
+        if not stack:  # the root
+            return stmt
+        stack[-1].items.append(stmt)
         return None
 
     def _stmt_store(self) -> tir.BufferStore:
@@ -239,28 +319,28 @@ class _TirParser(_PrimExprParser):
         self.expect("=", "in a buffer store")
         return tir.BufferStore(buf, self.prim_expr(), indices)
 
-    def _stmt_evaluate(self, stack: list[list[Any]]) -> None:
+    def _stmt_evaluate(self, stack: list[_StmtFrame]) -> None:
         self.i += 1
         self.expect("(", "after evaluate")
         value = self.prim_expr()
         self.expect(")", "to close evaluate(...)")
-        stack[-1][1].append(tir.Evaluate(value))
+        stack[-1].items.append(tir.Evaluate(value))
 
-    def _stmt_for(self, stack: list[list[Any]]) -> None:
+    def _stmt_for(self, stack: list[_StmtFrame]) -> None:
         stack.append(self.for_header())
 
-    def _stmt_if(self, stack: list[list[Any]]) -> None:
+    def _stmt_if(self, stack: list[_StmtFrame]) -> None:
         self.i += 1
         cond = self.prim_expr()
         self.expect("{", "after the condition of an if")
-        stack.append([_S_IF, [], cond, None])
+        stack.append(_IfFrame(cond))
 
-    def _stmt_let(self, stack: list[list[Any]]) -> None:
+    def _stmt_let(self, stack: list[_StmtFrame]) -> None:
         toks = self.toks
         self.i += 1
         kv = self.i
         if toks[kv][0] != "%" or len(toks[kv]) < 2:
-            self.fail(f"expected a variable after 'let', got {_describe(toks[kv])}")
+            self.fail(f"expected a variable after 'let', got {describe(toks[kv])}")
         self.i = kv + 1
         self.expect(":", "after the variable of a let")
         dtype = self.dtype_word(True)
@@ -268,26 +348,26 @@ class _TirParser(_PrimExprParser):
         value = self.prim_expr()
         var = self.define_tvar(kv, dtype)  # after its value, which does not see it
         self.expect("{", "after the value of a let")
-        stack.append([_S_LET, [], var, value])
+        stack.append(_LetFrame(var, value))
 
-    def _stmt_allocate(self, stack: list[list[Any]]) -> None:
+    def _stmt_allocate(self, stack: list[_StmtFrame]) -> None:
         self.i += 1
         buf = self.buffer_decl()
         self.expect("{", "after the buffer of an allocate")
-        stack.append([_S_ALLOC, [], buf])
+        stack.append(_AllocateFrame(buf))
 
-    def _stmt_seq(self, stack: list[list[Any]]) -> None:
+    def _stmt_seq(self, stack: list[_StmtFrame]) -> None:
         self.i += 1
         self.expect("{", "after seq")
-        stack.append([_S_SEQ, []])
+        stack.append(_SeqFrame())
 
-    def for_header(self) -> list[Any]:
+    def for_header(self) -> _ForFrame:
         """``for %v: dtype in kind(min=e, extent=e) [annotations {...}] {`` as a statement frame."""
         toks = self.toks
         self.i += 1
         k = self.i
         if toks[k][0] != "%" or len(toks[k]) < 2:
-            self.fail(f"expected a loop variable after 'for', got {_describe(toks[k])}")
+            self.fail(f"expected a loop variable after 'for', got {describe(toks[k])}")
         self.i = k + 1
         self.expect(":", "after the loop variable")
         dtype = self.dtype_word(True)
@@ -296,7 +376,7 @@ class _TirParser(_PrimExprParser):
         kind = _FOR_KINDS.get(toks[kk])
         if kind is None:
             hint = _did_you_mean(toks[kk], _FOR_KINDS)
-            self.fail(f"unknown loop kind {_describe(toks[kk])}{hint}; one of: {', '.join(_FOR_KINDS)}")
+            self.fail(f"unknown loop kind {describe(toks[kk])}{hint}; one of: {', '.join(_FOR_KINDS)}")
         self.i = kk + 1
         self.expect("(", "after the loop kind")
         self.expect("min")
@@ -313,11 +393,11 @@ class _TirParser(_PrimExprParser):
             self.i += 1
             ann = self.attrs("loop annotations")
         self.expect("{", "to open the loop body")
-        return [_S_FOR, [], var, lo, extent, kind, ann]
+        return _ForFrame(var, lo, extent, kind, ann)
 
 
 #: Statements that start with a keyword, by the keyword.
-_STMT_STARTS: dict[str, Callable[[_TirParser, list[list[Any]]], None]] = {
+_STMT_STARTS: dict[str, Callable[[_TirParser, list[_StmtFrame]], None]] = {
     "evaluate": _TirParser._stmt_evaluate,
     "for": _TirParser._stmt_for,
     "if": _TirParser._stmt_if,

@@ -73,20 +73,19 @@ _TOKEN_RE = re.compile(
 )
 _TENSOR_FAST = re.compile(r'Tensor\(\(([-0-9, ]*)\), "([A-Za-z0-9_]+)"\)\Z')
 _PRIM_FAST = re.compile(r'Prim\("([A-Za-z0-9_]+)"\)\Z')
-_NAME_RE = re.compile(r"[A-Za-z0-9_.]+\Z")
 _INT_RE = re.compile(r"-?[0-9]+\Z")
 _NUMBER_RE = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|inf|nan)\Z")
 _CONST_WORDS = frozenset({"true", "false", "inf", "nan"})
 #: The end-of-input token: starts with a space, which no real token does.
-_EOF = " end of input"
+EOF = " end of input"
 #: How many tokens past the current one the parser looks at, at most.
 _LOOKAHEAD = 4
 
 _FUNC_WORDS = ("function", "primfunc")
 
 
-def _describe(tok: str) -> str:
-    if tok == _EOF:
+def describe(tok: str) -> str:
+    if tok == EOF:
         return "end of input"
     return repr(tok if len(tok) <= 40 else tok[:37] + "...")
 
@@ -113,12 +112,7 @@ def _decode_string(tok: str) -> str:
     return value
 
 
-def _fmt_key(sigil: str, name: str) -> str:
-    """The canonical (printed) spelling of ``%name`` / ``@name``: the key of a name in the tables."""
-    return sigil + (name if _NAME_RE.match(name) else json.dumps(name, ensure_ascii=False))
-
-
-def _error_at(text: str, pos: int, filename: str, reason: str) -> ParseError:
+def error_at(text: str, pos: int, filename: str, reason: str) -> ParseError:
     line_start = text.rfind("\n", 0, pos) + 1
     line_end = text.find("\n", pos)
     if line_end < 0:

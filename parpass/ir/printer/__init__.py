@@ -156,14 +156,13 @@ from typing import Any
 
 from parpass.ir import relax, tir
 from parpass.ir.node import BaseFunc, GlobalVar, Node, Op
-from parpass.ir.printer.literals import SMALL_CONSTANT as SMALL_CONSTANT
-from parpass.ir.printer.literals import _attrs, format_literal
+from parpass.ir.printer.literals import SMALL_CONSTANT, format_attrs, format_literal
 from parpass.ir.printer.relax_printer import _RelaxPrinter
 from parpass.ir.printer.tir_printer import _STMT_TYPES, _TirPrinter
-from parpass.ir.printer.words import KEYWORDS, _fmt_ident, _fmt_name
+from parpass.ir.printer.words import KEYWORDS, fmt_ident, fmt_name
 from parpass.ir.types import PrimType, TensorType, TupleType
 
-__all__ = ["KEYWORDS", "astext", "format_literal"]
+__all__ = ["KEYWORDS", "SMALL_CONSTANT", "astext", "format_literal"]
 
 
 class _Printer(_RelaxPrinter, _TirPrinter):
@@ -182,7 +181,7 @@ class _Printer(_RelaxPrinter, _TirPrinter):
         raise TypeError(f"cannot print {type(n).__name__} {n!r}: not an IR node")
 
     def _node_op(self, n: Op, indent: int) -> None:
-        self.out.append(_fmt_ident(n.name))
+        self.out.append(fmt_ident(n.name))
 
 
 #: Node families in the order they are tried (isinstance, so subclasses print as their base).
@@ -208,7 +207,7 @@ _NODE_STEPS: tuple[tuple[type | tuple[type, ...], Callable[[_Printer, Any, int],
 def _function_text(func: BaseFunc, name: str | None) -> str:
     p = _Printer()
     if name is not None:
-        p.out.append("@" + _fmt_name(name) + " = ")
+        p.out.append("@" + fmt_name(name) + " = ")
     p.run((p.node, func, 0))
     return "".join(p.out)
 
@@ -229,7 +228,7 @@ def astext(node: Any, name: str | None = None) -> str:
             raise TypeError("astext(module, name=...): name applies to a single function only")
         chunks: list[str] = []
         if node.attrs:
-            chunks.append("module attrs " + _attrs(dict(node.attrs), "module attrs"))
+            chunks.append("module attrs " + format_attrs(dict(node.attrs), "module attrs"))
         for gv, func in node.items():
             chunks.append(_function_text(func, gv.name_hint))
         return "\n\n".join(chunks) + "\n" if chunks else ""

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from parpass.ir import relax, tir
-from parpass.ir.printer.words import _fmt_name
+from parpass.ir.printer.words import fmt_name
 
-#: A work item: text to emit, or a step ``(method, node, argument)`` to run when popped.
-_Item = Union[str, tuple[Callable[[Any, Any], None], Any, Any]]
+#: A deferred step ``(method, node, argument)``: ``method(node, argument)`` runs when it is popped.
+_Step = tuple[Callable[[Any, Any], None], Any, Any]
+#: A work item: text to emit, or a step.
+_Item = Union[str, _Step]
 
 
-class _PrinterBase:
+class _PrinterBase(abc.ABC):
     """Prints one self-contained unit (a function, or a single node) with its own names."""
 
     __slots__ = ("bnames", "out", "rnames", "stack", "suffix", "tnames", "used")
@@ -37,8 +40,9 @@ class _PrinterBase:
             it = stack.pop()
             if type(it) is str:
                 out.append(it)
-            elif type(it) is tuple:  # always, when not text: a positive test narrows for the type checker
-                it[0](it[1], it[2])
+            else:
+                step = cast(_Step, it)  # not text, so a step; anything else fails loudly on the call below
+                step[0](step[1], step[2])
 
     def push(self, parts: list[_Item]) -> None:
         self.stack.extend(reversed(parts))
@@ -47,9 +51,9 @@ class _PrinterBase:
         text = "".join(self.out)
         return text[1:] if text.startswith("\n") else text
 
+    @abc.abstractmethod
     def node(self, n: Any, indent: int) -> None:
         """Print any node (the printer for one family hands it what it does not know)."""
-        raise NotImplementedError
 
     # ------------------------------------------------------------ names
 
@@ -63,7 +67,7 @@ class _PrinterBase:
             self.suffix[hint] = k + 1
             raw = f"{hint}_{k}"
         self.used.add(raw)
-        name = table[vid] = "%" + _fmt_name(raw)
+        name = table[vid] = "%" + fmt_name(raw)
         return name
 
     def rvar(self, v: relax.Var) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from parpass.ir import relax
-from parpass.ir.printer.words import _quote, _quote_word, _shape
+from parpass.ir.printer.words import _quote, _shape, quote_word
 
 __all__ = ["SMALL_CONSTANT", "format_literal"]
 
@@ -82,7 +82,7 @@ def _step_dict(v: dict[Any, Any], out: list[str], stack: list[Any], where: str) 
     for i, (k, x) in enumerate(v.items()):
         if not isinstance(k, str):
             raise TypeError(f"cannot print {where}: dict key {k!r} is a {type(k).__name__}, not a str")
-        head = (", " if i else "") + _quote_word(k) + ": "
+        head = (", " if i else "") + quote_word(k) + ": "
         flat = _FLAT.get(type(x))
         if flat is None:
             items.append(_Text(head))
@@ -138,7 +138,7 @@ def _flat_dict(value: dict[Any, Any]) -> str | None:
     for k, v in value.items():
         if type(k) is not str:
             return None
-        flat.append(_quote_word(k) + ": " + _FLAT[type(v)](v))
+        flat.append(quote_word(k) + ": " + _FLAT[type(v)](v))
     return "{" + ", ".join(flat) + "}"
 
 
@@ -168,7 +168,7 @@ def format_literal(value: Any, where: str = "attribute") -> str:
     return "".join(out)
 
 
-def _attrs(attrs: dict[str, Any], where: str) -> str:
+def format_attrs(attrs: dict[str, Any], where: str) -> str:
     return format_literal(attrs, where)
 
 
@@ -229,6 +229,6 @@ def _const(c: relax.Constant) -> str:
 def _const_text(c: relax.Constant) -> str:
     values = _const_values(c)
     if values is not None:
-        return f"const({values}, {_quote_word(c.dtype)})"
+        return f"const({values}, {quote_word(c.dtype)})"
     data = base64.b64encode(bytes(c.data)).decode("ascii")
-    return f'const(b64"{data}", {_quote_word(c.dtype)}, {_shape(tuple(c.shape))})'
+    return f'const(b64"{data}", {quote_word(c.dtype)}, {_shape(tuple(c.shape))})'

@@ -8,8 +8,8 @@ from typing import Any
 from parpass.ir import relax
 from parpass.ir.node import GlobalVar, Op
 from parpass.ir.printer.core import _Item, _PrinterBase
-from parpass.ir.printer.literals import _attrs, _const
-from parpass.ir.printer.words import _fmt_ident, _global, _leaf_type
+from parpass.ir.printer.literals import _const, format_attrs
+from parpass.ir.printer.words import _global, _leaf_type, fmt_ident
 from parpass.ir.types import PrimType, TensorType, TupleType
 
 
@@ -47,7 +47,7 @@ class _RelaxPrinter(_PrinterBase):
     def _rx_call(self, e: relax.Call, indent: int) -> None:
         op = e.op
         if type(op) is Op:
-            callee = _fmt_ident(op.name)
+            callee = fmt_ident(op.name)
         elif type(op) is GlobalVar:
             callee = _global(op)
         else:
@@ -55,7 +55,7 @@ class _RelaxPrinter(_PrinterBase):
         args: tuple[Any, ...] = e.args
         tail = ")"
         if e.attrs:
-            tail = (", " if args else "") + "attrs=" + _attrs(e.attrs, f"attrs of a call of {callee}") + ")"
+            tail = (", " if args else "") + "attrs=" + format_attrs(e.attrs, f"attrs of a call of {callee}") + ")"
         if all(type(a) is relax.Var for a in args):
             self.out.append(callee + "(" + ", ".join([self.rvar(a) for a in args]) + tail)
             return
@@ -131,7 +131,8 @@ class _RelaxPrinter(_PrinterBase):
             return
         # A tail call, not recursion: rx only appends text and pushes work, so depth stays bounded.
         value = b.value
-        if type(value) is relax.Call:  # the commonest value, straight to its step
+        # Fast path for the commonest value: must print what rx's dispatch (its relax.Call entry) prints.
+        if type(value) is relax.Call:
             self._rx_call(value, indent)
         else:
             self.rx(value, indent)
@@ -152,7 +153,7 @@ class _RelaxPrinter(_PrinterBase):
             parts.append(" -> ")
             parts.append((self.ty, f.ret_type, None))
         if f.attrs:
-            parts.append(" attrs " + _attrs(f.attrs, "function attrs"))
+            parts.append(" attrs " + format_attrs(f.attrs, "function attrs"))
         parts.append(" {")
         parts.append((self.block, f.body, (1, "return")))
         parts.append("\n}")

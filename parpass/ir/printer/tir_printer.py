@@ -7,8 +7,8 @@ from typing import Any
 
 from parpass.ir import tir
 from parpass.ir.printer.core import _Item, _PrinterBase
-from parpass.ir.printer.literals import _attrs
-from parpass.ir.printer.words import _fmt_ident, _quote_word
+from parpass.ir.printer.literals import format_attrs
+from parpass.ir.printer.words import fmt_ident, quote_word
 
 _BARE_INT = "int32"
 _BARE_FLOAT = "float32"
@@ -42,9 +42,9 @@ def _imm(e: tir.IntImm | tir.FloatImm) -> str:
             return text
         if dtype == "bool" and v in (0, 1):
             return "true" if v else "false"
-        return f"{_fmt_ident(dtype)}({text})"
+        return f"{fmt_ident(dtype)}({text})"
     text = float.__repr__(float(e.value))
-    return text if dtype == _BARE_FLOAT else f"{_fmt_ident(dtype)}({text})"
+    return text if dtype == _BARE_FLOAT else f"{fmt_ident(dtype)}({text})"
 
 
 def _for_kind(kind: Any) -> str:
@@ -114,11 +114,11 @@ class _TirPrinter(_PrinterBase):
         self.push([*self._join((e.condition, e.true_value, e.false_value)), ")"])
 
     def _tx_cast(self, e: tir.Cast, ctx: int) -> None:
-        self.out.append(f"cast({_quote_word(e.dtype)}, ")
+        self.out.append(f"cast({quote_word(e.dtype)}, ")
         self.push([(self.tx, e.value, 0), ")"])
 
     def _tx_call(self, e: tir.Call, ctx: int) -> None:
-        self.out.append(f"call({_quote_word(e.dtype)}, {_quote_word(e.op)}")
+        self.out.append(f"call({quote_word(e.dtype)}, {quote_word(e.op)}")
         parts: list[_Item] = []
         for a in e.args:
             parts.append(", ")
@@ -151,7 +151,7 @@ class _TirPrinter(_PrinterBase):
     def bufdecl(self, b: tir.Buffer, _: Any) -> None:
         self.out.append(self.bufname(b) + ": Buffer(")
         parts = self._pshape(tuple(b.shape))
-        parts.append(", " + _quote_word(b.dtype))
+        parts.append(", " + quote_word(b.dtype))
         if b.strides:
             parts.append(", strides=")
             parts.extend(self._pshape(tuple(b.strides)))
@@ -187,8 +187,8 @@ class _TirPrinter(_PrinterBase):
 
     def _ts_for(self, s: tir.For, indent: int) -> None:
         v = s.loop_var
-        self.out.append(f"for {self.tvar(v)}: {_fmt_ident(v.dtype)} in {_for_kind(s.kind)}(min=")
-        ann = " annotations " + _attrs(s.annotations, "loop annotations") if s.annotations else ""
+        self.out.append(f"for {self.tvar(v)}: {fmt_ident(v.dtype)} in {_for_kind(s.kind)}(min=")
+        ann = " annotations " + format_attrs(s.annotations, "loop annotations") if s.annotations else ""
         self.push(
             [
                 (self.tx, s.min, 0),
@@ -214,7 +214,7 @@ class _TirPrinter(_PrinterBase):
 
     def _ts_let(self, s: tir.LetStmt, indent: int) -> None:
         v = s.var
-        self.out.append(f"let {self.tvar(v)}: {_fmt_ident(v.dtype)} = ")
+        self.out.append(f"let {self.tvar(v)}: {fmt_ident(v.dtype)} = ")
         self.push([(self.tx, s.value, 0), " {", (self.tblock, s.body, indent + 1), "\n" + "  " * indent + "}"])
 
     def _ts_allocate(self, s: tir.Allocate, indent: int) -> None:
@@ -228,7 +228,7 @@ class _TirPrinter(_PrinterBase):
     # ------------------------------------------------------------ functions
 
     def scalar_param(self, v: tir.Var, _: Any) -> None:
-        self.out.append(f"{self.tvar(v)}: {_fmt_ident(v.dtype)}")
+        self.out.append(f"{self.tvar(v)}: {fmt_ident(v.dtype)}")
 
     def primfunc(self, f: tir.PrimFunc, _: Any) -> None:
         self.out.append("primfunc(")
@@ -244,7 +244,7 @@ class _TirPrinter(_PrinterBase):
                 raise TypeError(f"a PrimFunc parameter must be a tir.Var or tir.Buffer, got {type(p).__name__}")
         parts.append(")")
         if f.attrs:
-            parts.append(" attrs " + _attrs(f.attrs, "function attrs"))
+            parts.append(" attrs " + format_attrs(f.attrs, "function attrs"))
         parts.append(" {")
         parts.append((self.tblock, f.body, 1))
         parts.append("\n}")

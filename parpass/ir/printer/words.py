@@ -25,25 +25,25 @@ def _quote(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _quote_word(text: str) -> str:
+def quote_word(text: str) -> str:
     """``_quote`` for the few strings that repeat everywhere: dtypes, intrinsic names, attribute keys."""
     return _quote(text)
 
 
 @functools.lru_cache(maxsize=65536)
-def _fmt_name(name: str) -> str:
+def fmt_name(name: str) -> str:
     """A variable or global name as written after its sigil."""
     return name if _NAME_RE.match(name) else _quote(name)
 
 
 @functools.lru_cache(maxsize=4096)
-def _fmt_ident(text: str) -> str:
+def fmt_ident(text: str) -> str:
     """An op name or dtype: bare when it is a plain identifier, else a JSON string."""
     return text if _IDENT_RE.match(text) and text not in KEYWORDS else _quote(text)
 
 
 def _global(gv: GlobalVar) -> str:
-    return "@" + _fmt_name(gv.name_hint)
+    return "@" + fmt_name(gv.name_hint)
 
 
 def _shape(dims: tuple[int, ...]) -> str:
@@ -61,9 +61,9 @@ def _leaf_type(t: TensorType | PrimType) -> str:
     text = _LEAF_TYPE_CACHE.get(key)
     if text is None:
         if type(t) is TensorType:
-            text = f"Tensor({_shape(tuple(t.shape))}, {_quote_word(t.dtype)})"
+            text = f"Tensor({_shape(tuple(t.shape))}, {quote_word(t.dtype)})"
         else:
-            text = f"Prim({_quote_word(t.dtype)})"
+            text = f"Prim({quote_word(t.dtype)})"
         if len(_LEAF_TYPE_CACHE) > 4096:
             _LEAF_TYPE_CACHE.clear()
         _LEAF_TYPE_CACHE[key] = text

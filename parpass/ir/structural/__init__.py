@@ -50,6 +50,7 @@ from typing import Any
 
 from parpass.ir.module import IRModule
 from parpass.ir.node import Node
+from parpass.ir.serialization import function_of
 from parpass.ir.structural.explain import explain, first_difference
 from parpass.ir.structural.stream import emit
 from parpass.ir.structural.tokens import digest, norm
@@ -74,21 +75,12 @@ def _func_equal(a: Any, b: Any, map_free_vars: bool, check_streams: bool = True)
     return check_streams and emit(a, map_free_vars) == emit(b, map_free_vars)
 
 
-def _function_of(mod: IRModule, name: str) -> Any:
-    """Function ``name`` of ``mod``; a lazily held one is decoded for the caller only and stays lazy in ``mod``."""
-    if mod.is_decoded(name):
-        return mod[name]
-    from parpass.ir.serialization import decode_function
-
-    return decode_function(mod.encoded_function(name))
-
-
 def _module_functions_equal(a: IRModule, b: IRModule, name: str, map_free_vars: bool) -> bool:
     # Identical bytes imply equal functions; comparing them avoids decoding a lazily held side
     # (encoding the decoded side is cheaper than decoding, and the bytes stay cached in its slot).
     if (not a.is_decoded(name) or not b.is_decoded(name)) and a.encoded_function(name) == b.encoded_function(name):
         return True
-    return _func_equal(_function_of(a, name), _function_of(b, name), map_free_vars)
+    return _func_equal(function_of(a, name), function_of(b, name), map_free_vars)
 
 
 def structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> bool:
@@ -117,7 +109,7 @@ def _function_hash_cached(mod: IRModule, name: str, map_free_vars: bool) -> int:
     found = _HASH_CACHE.get(key)
     if found is not None:
         return found
-    value = digest(emit(_function_of(mod, name), map_free_vars))
+    value = digest(emit(function_of(mod, name), map_free_vars))
     with _HASH_CACHE_LOCK:
         if len(_HASH_CACHE) >= _HASH_CACHE_LIMIT:
             for old in list(_HASH_CACHE)[: _HASH_CACHE_LIMIT // 4]:
@@ -172,7 +164,7 @@ def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> None
         for name in a.names():
             if _module_functions_equal(a, b, name, map_free_vars):
                 continue
-            fa, fb = _function_of(a, name), _function_of(b, name)
+            fa, fb = function_of(a, name), function_of(b, name)
             index = _mismatch(fa, fb, map_free_vars)
             if index is not None:
                 raise AssertionError(explain(fa, fb, map_free_vars, f"@{name}", index))

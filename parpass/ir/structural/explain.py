@@ -136,8 +136,19 @@ def first_difference(sa: list[Any], sb: list[Any]) -> int:
     return limit
 
 
-def _what_differs(x: Any, y: Any, sa: list[Any], sb: list[Any], traces: tuple[Trace, Trace, int, int]) -> str:
-    """What differs between the items ``x`` and ``y`` at which the streams part."""
+class _Side:
+    """One side of a comparison where the streams part: its tokens, their trace, and the index of the item there."""
+
+    __slots__ = ("at", "tokens", "trace")
+
+    def __init__(self, tokens: list[Any], trace: Trace, at: int) -> None:
+        self.tokens = tokens
+        self.trace = trace
+        self.at = at  # index into trace.subjects
+
+
+def _what_differs(x: Any, y: Any, lhs: _Side, rhs: _Side) -> str:
+    """What differs between the items ``x`` (of ``lhs``) and ``y`` (of ``rhs``) at which the streams part."""
     if type(x) is not type(y):
         return f"node type {type(x).__name__} != {type(y).__name__}"
     if not isinstance(x, (relax.Var, tir.Var, tir.Buffer)):
@@ -145,9 +156,8 @@ def _what_differs(x: Any, y: Any, sa: list[Any], sb: list[Any], traces: tuple[Tr
     leaf = leaf_diff(x, y) if isinstance(x, (tir.Var, tir.Buffer)) else None
     if leaf:
         return leaf
-    ta, tb, k, kb = traces
     kind = "buffer" if isinstance(x, tir.Buffer) else "variable"
-    return f"{kind} {_var_text(x, sa, ta, k)} != {_var_text(y, sb, tb, kb)}"
+    return f"{kind} {_var_text(x, lhs.tokens, lhs.trace, lhs.at)} != {_var_text(y, rhs.tokens, rhs.trace, rhs.at)}"
 
 
 def explain(a: Any, b: Any, map_free_vars: bool, where: str, index: int) -> str:
@@ -161,7 +171,7 @@ def explain(a: Any, b: Any, map_free_vars: bool, where: str, index: int) -> str:
     y = tb.subjects[kb] if tb.subjects else b
     path = render_path(ta.paths[k]) if ta.paths else ""
     place = (f"{where}: " if where else "") + (f"{path}: " if path else "")
-    what = _what_differs(x, y, sa, sb, (ta, tb, k, kb))
+    what = _what_differs(x, y, _Side(sa, ta, k), _Side(sb, tb, kb))
     if index >= limit:
         what += " (one side has more IR)"
     return f"{place}{what}\n  lhs: {brief(x)}\n  rhs: {brief(y)}"

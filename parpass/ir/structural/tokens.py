@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from parpass.ir import tir
-from parpass.ir.node import Node
+from parpass.ir.node import INT64_MIN, UINT64_MAX, Node
 
 NAN_TOKEN = ("\0nan",)
 EMPTY_DICT_TOKEN: tuple[str, tuple[Any, ...]] = ("\0dict", ())
@@ -150,14 +150,15 @@ def digest(tokens: list[Any]) -> int:
     except OverflowError:  # ints beyond 64 bits: encode them as text
         data = msgspec.msgpack.encode(_bigints_as_text(tokens))
     except RecursionError:  # deep opaque subtrees or attribute values
-        from parpass.ir.serialization import _encode_with
+        from parpass.ir.serialization import encode_with
 
-        data = _encode_with(msgspec.msgpack.encode, tokens, "IR for hashing")
+        data = encode_with(msgspec.msgpack.encode, tokens, "IR for hashing")
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
 def _fits(value: int) -> bool:
-    return -(2**63) <= value < 2**64
+    """Whether msgpack holds ``value``."""
+    return INT64_MIN <= value <= UINT64_MAX
 
 
 def _bigints_as_text(tokens: list[Any]) -> list[Any]:
