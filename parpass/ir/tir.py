@@ -569,3 +569,17 @@ def max_(a: PrimExprLike, b: PrimExprLike) -> Max:
     """``max(a, b)``."""
     x = convert(a, b if isinstance(b, PrimExprBase) else None)
     return Max(x, convert(b, x))
+
+
+def stmt_label(stmt: object) -> str:
+    """A statement as a place in a message (``For i``, ``BufferStore B``); ``?`` for a name ill-formed IR lacks."""
+    kind = type(stmt)
+    if kind is For:
+        return f"For {getattr(getattr(stmt, 'loop_var', None), 'name_hint', '?')}"
+    if kind is BufferStore:
+        return f"BufferStore {getattr(getattr(stmt, 'buffer', None), 'name', '?')}"
+    if kind is LetStmt:
+        return f"LetStmt {getattr(getattr(stmt, 'var', None), 'name_hint', '?')}"
+    if kind is Allocate:
+        return f"Allocate {getattr(getattr(stmt, 'buffer', None), 'name', '?')}"
+    return kind.__name__

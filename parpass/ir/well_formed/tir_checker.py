@@ -13,7 +13,7 @@ from typing import Any
 
 from parpass.ir import tir
 from parpass.ir.dtype import split_vector, vector_dtype
-from parpass.ir.well_formed.common import INT_DTYPES, INT_RANGES, KNOWN_DTYPES, var_name
+from parpass.ir.well_formed.common import INT_DTYPES, INT_RANGES, KNOWN_DTYPES
 from parpass.ir.well_formed.tir_exprs import DTYPE_RULES, DtypeProblem
 
 __all__ = ["TirChecker"]
@@ -25,19 +25,6 @@ _LEAVES = (tir.IntImm, tir.FloatImm, tir.Var)
 def _tir_children(node: Any) -> tuple[Any, ...]:
     """The operand expressions of a PrimExpr (none for anything else, e.g. in ill-formed IR)."""
     return tir.operands(node) if isinstance(node, tir.PrimExprBase) else ()
-
-
-def _stmt_label(stmt: Any) -> str:
-    kind = type(stmt)
-    if kind is tir.For:
-        return f"For {var_name(stmt.loop_var)}"
-    if kind is tir.BufferStore:
-        return f"BufferStore {getattr(stmt.buffer, 'name', '?')}"
-    if kind is tir.LetStmt:
-        return f"LetStmt {var_name(stmt.var)}"
-    if kind is tir.Allocate:
-        return f"Allocate {getattr(stmt.buffer, 'name', '?')}"
-    return kind.__name__
 
 
 def _format_tir_loc(loc: Any) -> str:
@@ -52,7 +39,7 @@ def _format_tir_loc(loc: Any) -> str:
         elif isinstance(stmt, str):
             parts.append(stmt)
         else:
-            parts.append(_stmt_label(stmt))
+            parts.append(tir.stmt_label(stmt))
         loc = parent
     return " > ".join(reversed(parts))
 

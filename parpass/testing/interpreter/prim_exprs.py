@@ -55,7 +55,7 @@ class PrimExprEvaluator:
     def _place(self) -> str:
         parts: list[str] = []
         if self.stmt is not None:
-            parts.append(_stmt_label(self.stmt))
+            parts.append(tir.stmt_label(self.stmt))
         loc = self.loc
         while loc is not None:
             parent, container, k = loc
@@ -228,27 +228,13 @@ def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(rev))
 
 
-def _stmt_label(stmt: Any) -> str:
-    """A statement as a place in an error message (``For i``, ``BufferStore B``)."""
-    kind = type(stmt)
-    if kind is tir.For:
-        return f"For {stmt.loop_var.name_hint}"
-    if kind is tir.BufferStore:
-        return f"BufferStore {stmt.buffer.name}"
-    if kind is tir.LetStmt:
-        return f"LetStmt {stmt.var.name_hint}"
-    if kind is tir.Allocate:
-        return f"Allocate {stmt.buffer.name}"
-    return kind.__name__
-
-
 def _container_label(container: Any, k: Any) -> str:
     """The ``k``-th part (index or branch) of an enclosing statement, as a place in an error message."""
     if type(container) is tir.SeqStmt:
         return f"SeqStmt[{k}]"
     if type(container) is tir.IfThenElse:
         return f"IfThenElse ({k})"
-    return _stmt_label(container)
+    return tir.stmt_label(container)
 
 
 # ====================================================================== expression handlers
