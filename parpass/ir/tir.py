@@ -488,7 +488,14 @@ def convert(value: PrimExprLike, like: PrimExprBase | None = None, dtype: str | 
     raise TypeError(f"cannot convert {type(value).__name__} {value!r} to a PrimExpr")
 
 
-_NO_OPERANDS = frozenset({IntImm, FloatImm, Var})
+#: The expressions without operands (and the leaves of every expression walk).
+LEAF_EXPRS = (IntImm, FloatImm, Var)
+_NO_OPERANDS = frozenset(LEAF_EXPRS)
+
+
+def operands_or_none(node: object) -> tuple[PrimExpr, ...]:
+    """:func:`operands` of a PrimExpr, and none of anything else (what ill-formed IR may hold in its place)."""
+    return operands(node) if isinstance(node, PrimExprBase) else ()
 
 
 def operands(expr: PrimExprBase) -> tuple[PrimExpr, ...]:

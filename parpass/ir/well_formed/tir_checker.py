@@ -19,12 +19,6 @@ from parpass.ir.well_formed.tir_exprs import DTYPE_RULES, DtypeProblem
 __all__ = ["TirChecker"]
 
 _FOR_KINDS = frozenset(k.value for k in tir.ForKind)
-_LEAVES = (tir.IntImm, tir.FloatImm, tir.Var)
-
-
-def _tir_children(node: Any) -> tuple[Any, ...]:
-    """The operand expressions of a PrimExpr (none for anything else, e.g. in ill-formed IR)."""
-    return tir.operands(node) if isinstance(node, tir.PrimExprBase) else ()
 
 
 def _format_tir_loc(loc: Any) -> str:
@@ -272,7 +266,7 @@ class TirChecker:
 
     def expr(self, root: Any, loc: Any) -> str | None:
         """The dtype of PrimExpr ``root`` (None if unknown after a problem), checking it on the way."""
-        if isinstance(root, _LEAVES):
+        if isinstance(root, tir.LEAF_EXPRS):
             return self.leaf(root, loc)
         memo: dict[int, str | None] = {}
         stack = [root]
@@ -282,11 +276,11 @@ class TirChecker:
             if key in memo:
                 stack.pop()
                 continue
-            if isinstance(node, _LEAVES):
+            if isinstance(node, tir.LEAF_EXPRS):
                 memo[key] = self.leaf(node, loc)
                 stack.pop()
                 continue
-            kids = _tir_children(node)
+            kids = tir.operands_or_none(node)
             pending = [k for k in kids if id(k) not in memo]
             if pending:
                 stack.extend(reversed(pending))

@@ -26,13 +26,6 @@ from parpass.testing.interpreter.prim_values import (
 )
 from parpass.testing.interpreter.values import MISSING
 
-_LEAVES = (tir.IntImm, tir.FloatImm, tir.Var)
-
-
-def _expr_children(node: Any) -> tuple[Any, ...]:
-    """The operand expressions of a PrimExpr (none for anything else, e.g. in ill-formed IR)."""
-    return tir.operands(node) if isinstance(node, tir.PrimExprBase) else ()
-
 
 class PrimExprEvaluator:
     """One PrimFunc's run state: scalar environment, buffer memory, the current place (for errors)."""
@@ -79,7 +72,7 @@ class PrimExprEvaluator:
 
     def eval(self, root: Any) -> Any:
         """The value of PrimExpr ``root``: post-order on an explicit stack, memoized per node."""
-        if isinstance(root, _LEAVES):
+        if isinstance(root, tir.LEAF_EXPRS):
             return self._leaf(root)
         memo: dict[int, Any] = {}
         stack = [root]
@@ -90,11 +83,11 @@ class PrimExprEvaluator:
             if key in memo:
                 stack.pop()
                 continue
-            if isinstance(node, _LEAVES):
+            if isinstance(node, tir.LEAF_EXPRS):
                 memo[key] = self._leaf(node)
                 stack.pop()
                 continue
-            kids = _expr_children(node)
+            kids = tir.operands_or_none(node)
             pending = [k for k in kids if id(k) not in memo]
             if pending:
                 stack.extend(reversed(pending))
