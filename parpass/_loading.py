@@ -19,6 +19,7 @@ __all__ = ["load_all", "set_loader"]
 _lock = threading.RLock()
 _loader: Callable[[], None] | None = None
 _loaded = False
+_loading = False  # the loader is running (in the thread that holds the lock)
 
 
 def set_loader(loader: Callable[[], None]) -> None:
@@ -28,16 +29,20 @@ def set_loader(loader: Callable[[], None]) -> None:
 
 
 def load_all() -> None:
-    """Load the whole package once (a no-op afterwards, and while it is loading)."""
-    global _loaded
+    """Load the whole package once: a no-op once loaded and, in the loading thread, while it loads.
+
+    Another thread asking while it loads waits for it to finish, so that it never
+    finds the registries half filled.
+    """
+    global _loaded, _loading
     if _loaded or _loader is None:
         return
-    with _lock:
-        if _loaded:
+    with _lock:  # re-entrant: what the loader imports asks again, in this thread
+        if _loaded or _loading:
             return
-        _loaded = True  # first: what the loader imports asks the registries again
+        _loading = True
         try:
             _loader()
-        except BaseException:
-            _loaded = False
-            raise
+            _loaded = True
+        finally:
+            _loading = False

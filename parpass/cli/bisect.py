@@ -9,6 +9,7 @@ from typing import Any
 from parpass.cli.common import EXIT_FAILED, EXIT_OK, UsageError, add_common_options, output_format, read_module
 from parpass.cli.opt import add_pipeline_options, pipeline_settings
 from parpass.ir.module import IRModule
+from parpass.transform.bisect import BISECT_LIMIT, BISECT_PRINT
 
 _DESCRIPTION = """\
 Find the first pass application of a pipeline after which a check fails, in O(log n) runs of
@@ -104,10 +105,10 @@ def _changed(before: IRModule, after: IRModule | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from parpass.testing.bisect import CommandCheck, MeaningCheck, bisect_pipeline, worker_settings
+    from parpass.testing.bisect import EVERYTHING, CommandCheck, MeaningCheck, bisect_pipeline, worker_settings
 
     pipeline, required, disabled, config = pipeline_settings(args)
-    for key in ("parpass.bisect_limit", "parpass.bisect_print"):
+    for key in (BISECT_LIMIT, BISECT_PRINT):
         if key in config:
             raise UsageError(f"--config {key}: bisect sets it itself")
     mod = read_module(args.input)
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(limit: int, good: bool, seconds: float) -> None:
         if not args.quiet:
-            shown = "all" if limit >= 2**62 else str(limit)
+            shown = "all" if limit >= EVERYTHING else str(limit)
             err.write(f"parpass bisect: limit {shown}: {'good' if good else 'bad'} ({seconds:.2f}s)\n")
             err.flush()
 

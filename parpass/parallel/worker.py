@@ -21,6 +21,7 @@ belong to the task that owns that function.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import linecache
 import os
@@ -60,7 +61,7 @@ from parpass.transform.context import PassContext, inside_pass
 from parpass.transform.executor import view_reason
 from parpass.transform.pass_info import PassInfo
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note
-from parpass.transform.statistics import PASS_STATISTICS, swap_sink
+from parpass.transform.statistics import PASS_STATISTICS, counting
 
 
 class _Recorder(PassInstrument):
@@ -142,7 +143,9 @@ class _Wave:
         self.capture = Capture()
         instruments = [self.recorder] if header.record_instruments else None
         self.ctx = PassContext.from_snapshot(snapshot, instruments)
-        self.quiet_ctx = PassContext.from_snapshot(snapshot)
+        # the context of a function computed only to be looked up: what it counts is its own task's
+        quiet = dataclasses.replace(snapshot, config=(*snapshot.config, (PASS_STATISTICS, False)))
+        self.quiet_ctx = PassContext.from_snapshot(quiet)
         self.counting = bool(self.ctx.config[PASS_STATISTICS])
         self.attrs = msgspec.msgpack.decode(header.module_attrs)
         self.index = {name: i for i, name in enumerate(header.names)}
@@ -226,13 +229,11 @@ class _Wave:
                 # Computed here only to be looked up: its output and events belong to its own task.
                 saved_sink, self.capture.sink = self.capture.sink, []
                 saved_record, self.recorder.sink = self.recorder.sink, None
-                saved_counts = swap_sink(None)
                 try:
-                    with self.quiet_ctx:
+                    with self.quiet_ctx:  # counts nothing (see __init__)
                         return p.transform_one(func, name, before, self.quiet_ctx)
                 finally:
                     self.capture.sink, self.recorder.sink = saved_sink, saved_record
-                    swap_sink(saved_counts)
             finally:
                 self._loading -= 1
 
@@ -351,28 +352,27 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot
                 view = views[stage]
                 stage_start, stage_cpu = time.perf_counter(), time.process_time()
                 counts: dict[tuple[str, str], int] | None = {} if wave.counting else None
-                outer_counts = swap_sink(counts)
-                for k, index in enumerate(indices):
-                    func = funcs[k]
-                    if func is None or failed[k] or stage < first[k] or not applies(p, func):
-                        continue
-                    progress.start(slot, index)
-                    sink = recorder.sink = capture.begin()
-                    try:
-                        new = p.transform_one(func, names[index], view, ctx)
-                    except BaseException as err:
-                        # SystemExit and KeyboardInterrupt from pass code too: the serial run raises them
-                        # from the pass; escaping the task would look like a broken pool.
-                        out.errors.append(_task_error(stage, index, err))
-                        failed[k] = True
-                    else:
-                        if new is not func:
-                            funcs[k], changed_by[k] = new, stage
-                    finally:
-                        recorder.sink = None
-                    if sink:
-                        out.emissions.append(StageEmissions(stage, index, sink))
-                swap_sink(outer_counts)
+                with counting(counts):  # this stage's counts, restored however the stage ends
+                    for k, index in enumerate(indices):
+                        func = funcs[k]
+                        if func is None or failed[k] or stage < first[k] or not applies(p, func):
+                            continue
+                        progress.start(slot, index)
+                        sink = recorder.sink = capture.begin()
+                        try:
+                            new = p.transform_one(func, names[index], view, ctx)
+                        except BaseException as err:
+                            # SystemExit and KeyboardInterrupt from pass code too: the serial run raises them
+                            # from the pass; escaping the task would look like a broken pool.
+                            out.errors.append(_task_error(stage, index, err))
+                            failed[k] = True
+                        else:
+                            if new is not func:
+                                funcs[k], changed_by[k] = new, stage
+                        finally:
+                            recorder.sink = None
+                        if sink:
+                            out.emissions.append(StageEmissions(stage, index, sink))
                 if counts is not None:
                     out.stage_counts.append([(p_name, name, n) for (p_name, name), n in sorted(counts.items())])
                 out.stage_wall.append(time.perf_counter() - stage_start)

@@ -32,6 +32,7 @@ from parpass.ir.calls import called_names
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
 from parpass.ir.relax import Function
+from parpass.parallel.config import MODE, NUM_WORKERS
 from parpass.testing.interpreter import InterpreterError, Reference, meaning_difference, reference_run
 from parpass.transform.bisect import BISECT_LIMIT, BISECT_PRINT, BisectDecision
 from parpass.transform.context import PassContext
@@ -39,6 +40,7 @@ from parpass.transform.pass_info import PassInfo
 from parpass.transform.passes import FunctionLevelPass, Pass
 
 __all__ = [
+    "EVERYTHING",
     "BisectReport",
     "Check",
     "CommandCheck",
@@ -160,7 +162,7 @@ _BATCH = 64
 
 def worker_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     """What of a pipeline's config the interpreter check runs under: where it may run, nothing else."""
-    return {key: config[key] for key in ("parpass.num_workers", "parpass.parallel") if key in config}
+    return {key: config[key] for key in (NUM_WORKERS, MODE) if key in config}
 
 
 class MeaningCheck:
@@ -293,7 +295,8 @@ class BisectReport:
 
 
 #: A limit above any pipeline's count of applications: number them all, skip none.
-_EVERYTHING = 2**62
+#: A limit above any application count: every application runs.
+EVERYTHING = 2**62
 
 
 def bisect_pipeline(
@@ -342,7 +345,7 @@ def bisect_pipeline(
             progress(limit, reason is None, seconds)
         return out, reason, ctx.bisect_log
 
-    last, reason, log = probe(_EVERYTHING)
+    last, reason, log = probe(EVERYTHING)
     report.applications = len(log)
     if reason is None:
         report.seconds = time.perf_counter() - began

@@ -49,6 +49,8 @@ class PassContextSnapshot:
 class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.stack: list[PassContext] = []
+        #: where statistics were counted before each context of ``stack`` was entered (restored on exit)
+        self.sinks: list[dict[tuple[str, str], int] | None] = []
         self.default: PassContext | None = None
         self.depth = 0  # pass applications this thread is inside
 
@@ -223,7 +225,7 @@ class PassContext:
     def __enter__(self) -> PassContext:
         self._enter_instruments()
         _STATE.stack.append(self)
-        swap_sink(self._statistics.counts if self._counting else None)
+        _STATE.sinks.append(swap_sink(self._statistics.counts if self._counting else None))
         return self
 
     def __exit__(
@@ -233,8 +235,7 @@ class PassContext:
         if not stack or stack[-1] is not self:
             raise RuntimeError("PassContext exited out of order: it is not the innermost context of this thread")
         stack.pop()
-        outer = stack[-1] if stack else None
-        swap_sink(outer._statistics.counts if outer is not None and outer._counting else None)
+        swap_sink(_STATE.sinks.pop())  # back to where counts went before: an outer context's, or a worker stage's
         self._exit_instruments()
 
     @staticmethod

@@ -186,6 +186,18 @@ def counts_lookups(func: relax.Function, mod: IRModule, ctx: PassContext) -> rel
     return func
 
 
+NESTED_COUNT = Statistic("CountsAfterNestedContext", "bindings", "bindings counted after a nested context")
+
+
+@function_pass(opt_level=0, name="CountsAfterNestedContext")
+def counts_after_nested_context(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Enters and leaves a context of its own, then counts: the count belongs to the enclosing run."""
+    with PassContext():
+        pass
+    NESTED_COUNT.add(len(func.bindings))
+    return func
+
+
 @dataclass(frozen=True)
 class TagWith(FunctionTransform):
     """A pass written as a class (its option travels to the workers with it)."""

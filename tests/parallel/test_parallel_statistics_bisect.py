@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from parallel_support import module_bytes, parallel_ctx
-from ptest_passes import counts_bindings, counts_lookups
+from ptest_passes import counts_after_nested_context, counts_bindings, counts_lookups
 
 from parpass.instrument import PassTimingInstrument
 from parpass.ir import IRModule
@@ -41,6 +41,16 @@ def test_statistics_totals_equal_at_1_2_and_3_workers(mod: IRModule, fuse: bool)
         assert table == serial, f"{workers} workers"
         assert list(table) == list(serial)
         assert out == serial_out
+
+
+def test_counts_after_a_nested_context_in_a_pass_are_kept_in_workers(mod: IRModule) -> None:
+    tables = []
+    for workers in (1, 2):
+        with parallel_ctx(workers, **{"parpass.pass_statistics": True, "parpass.parallel": "always"}) as ctx:
+            counts_after_nested_context(mod)
+        tables.append(ctx.pass_statistics.as_dict())
+    assert tables[0]["CountsAfterNestedContext"]["bindings"] > 0
+    assert tables[1] == tables[0]
 
 
 def test_statistics_reach_a_fused_chain_instrument_per_pass(mod: IRModule) -> None:
