@@ -6,12 +6,13 @@ import pytest
 from parallel_support import module_bytes, parallel_ctx
 from ptest_passes import counts_after_nested_context, counts_bindings, counts_lookups
 
-from parpass.instrument import PassTimingInstrument
+from parpass.instrument import PassInstrument
 from parpass.ir import IRModule
 from parpass.ir.serialization import decode_function
+from parpass.parallel import default_executor
 from parpass.passes import default_pipeline
 from parpass.testing import random_module
-from parpass.transform import Pass, Sequential
+from parpass.transform import Pass, PassContext, PassInfo, Sequential
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +54,37 @@ def test_counts_after_a_nested_context_in_a_pass_are_kept_in_workers(mod: IRModu
     assert tables[1] == tables[0]
 
 
+class _SeesStatistics(PassInstrument):
+    """Reads no module (the chain stays fused) and notes the context's totals after each pass."""
+
+    reads_module = False
+
+    def __init__(self) -> None:
+        self.after: list[tuple[str, int, int]] = []
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        stats = PassContext.current().pass_statistics
+        self.after.append((info.name, stats["CountsBindings", "bindings"], stats["CountsLookups", "lookups"]))
+
+
 def test_statistics_reach_a_fused_chain_instrument_per_pass(mod: IRModule) -> None:
-    timing = PassTimingInstrument()  # reads no module: the chain stays fused
-    with parallel_ctx(2, **{"parpass.pass_statistics": True}) as ctx:
-        ctx.override_instruments([timing])
+    seen = _SeesStatistics()
+    with parallel_ctx(2, **{"parpass.pass_statistics": True, "parpass.parallel": "always"}) as ctx:
+        ctx.override_instruments([seen])
         Sequential([counts_bindings, counts_lookups])(mod)
+    # handed to the executor as one chain; it runs a pass that looks up callees as a segment of its own
+    waves = [w for w in default_executor.history if set(w.passes) & {"CountsBindings", "CountsLookups"}]
+    assert [w.passes for w in waves[-2:]] == [("CountsBindings",), ("CountsLookups",)]
+    assert all(w.parallel for w in waves[-2:])
     serial, _ = _statistics(mod, 1)
-    assert ctx.pass_statistics["CountsBindings", "bindings"] == serial["CountsBindings"]["bindings"]
-    assert ctx.pass_statistics["CountsLookups", "lookups"] == serial["CountsLookups"]["lookups"]
+    bindings, lookups = serial["CountsBindings"]["bindings"], serial["CountsLookups"]["lookups"]
+    assert lookups > 0
+    # each pass's counts are in the totals when the instrument hears of that pass, and not before
+    assert seen.after == [
+        ("CountsBindings", bindings, 0),
+        ("CountsLookups", bindings, lookups),
+        ("sequential", bindings, lookups),
+    ]
 
 
 @pytest.mark.parametrize("limit", [0, 37, 95, 400, 10**6])
