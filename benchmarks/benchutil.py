@@ -17,7 +17,18 @@ import time
 from collections.abc import Iterator, Sequence
 from types import FrameType
 
+from parpass.cli.bench_ceiling import machine_headroom
 from parpass.ir import IRModule, to_bytes
+
+__all__ = [
+    "burning_one_core",
+    "fit_line",
+    "machine_headroom",
+    "mark",
+    "median_ratio",
+    "module_digest",
+    "sigterm_as_exit",
+]
 
 #: A pure-Python busy loop that stops by itself once its parent is gone (reparented: another parent pid), so
 #: that it cannot outlive a benchmark killed with SIGKILL, which runs no cleanup.
@@ -58,32 +69,6 @@ def sigterm_as_exit() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _spin(n: int) -> int:
-    total = 0
-    for i in range(n):
-        total += i * i % 7
-    return total
-
-
-def machine_headroom(workers: int, n: int = 2_000_000) -> float:
-    """Speedup of a pure-Python loop on ``workers`` processes over one: what this machine allows right now.
-
-    Shared machines often give less than one core per process; parpass cannot beat this number.
-    """
-    from concurrent.futures import ProcessPoolExecutor
-
-    start = time.perf_counter()
-    for _ in range(workers):
-        _spin(n)
-    serial = time.perf_counter() - start
-    with ProcessPoolExecutor(workers) as pool:
-        list(pool.map(_spin, [10] * workers))
-        start = time.perf_counter()
-        list(pool.map(_spin, [n] * workers))
-        parallel = time.perf_counter() - start
-    return serial / parallel
 
 
 def median_ratio(serial: Sequence[float], parallel: Sequence[float]) -> float:

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from parpass.cli.bench_report import check_plot, plot, render_amdahl, render_table, summarize
+from parpass.cli.bench_ceiling import Ceiling, machine_headroom
+from parpass.cli.bench_report import check_plot, plot, render_amdahl, render_machine, render_table, summarize
 from parpass.cli.bench_runs import Bench, Run, count_kinds, leaf_kinds, progress_units
 from parpass.cli.common import (
     EXIT_FAILED,
@@ -126,6 +128,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--json", metavar="FILE", help="write the raw figures to FILE as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="draw the speedups to an image (needs matplotlib)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it shows only on a terminal)")
+    parser.add_argument(
+        "--no-ceiling",
+        action="store_true",
+        help="do not measure the machine headroom and the pipeline's own ceiling (quicker; the speedups "
+        "then have nothing to be read against)",
+    )
     add_common_options(parser)
     parser.set_defaults(func=run)
 
@@ -158,8 +166,10 @@ def run(args: argparse.Namespace) -> int:
     out.write(_header(args, plan))
     out.flush()
     bench = Bench(plan.pipeline, plan.data, args.opt_level, plan.config)
-    runs = _measure(args, plan, bench)
+    machine = _Machine()
+    runs = _measure(args, plan, bench, machine)
     summary = summarize(runs, plan.counts, plan.cores, bench.seq_names, leaf_kinds(plan.pipeline))
+    summary["machine"] = machine.figures(plan.counts)
     out.write(_report(summary, runs, plan))
     out.write(f"wall time of the benchmark: {time.perf_counter() - plan.started:.1f}s\n")
     out.flush()
@@ -251,8 +261,48 @@ def _header(args: argparse.Namespace, plan: _Plan) -> str:
     )
 
 
-def _measure(args: argparse.Namespace, plan: _Plan, bench: Bench) -> list[Run]:
-    """Every configuration ``args.repeat`` times, in-process first; each after an untimed warm-up run."""
+@dataclass
+class _Machine:
+    """What the machine allowed during the runs: headroom before and after, the pipeline's ceiling per round."""
+
+    headroom_before: float | None = None
+    headroom_after: float | None = None
+    ceiling: Ceiling | None = None
+    skipped: str = ""  # why the ceiling was not measured
+
+    def figures(self, counts: list[int]) -> dict[str, Any]:
+        ceiling = self.ceiling
+        rounds = ceiling.rounds if ceiling is not None else {}
+        return {
+            "headroom_before": self.headroom_before,
+            "headroom_after": self.headroom_after,
+            "ceiling": {
+                str(c): {"rounds": rounds[c], "median": statistics.median(rounds[c])} for c in counts if rounds.get(c)
+            },
+            "ceiling_skipped": self.skipped,
+        }
+
+
+def _start_ceiling(args: argparse.Namespace, plan: _Plan, machine: _Machine) -> None:
+    """Measure the headroom and start the ceiling's processes (unless ``--no-ceiling``)."""
+    from parpass.parallel.pickling import dumps_for_workers
+
+    parallel = [c for c in plan.counts if c != 1]
+    if args.no_ceiling or not parallel:
+        machine.skipped = "--no-ceiling" if args.no_ceiling else "no parallel worker count"
+        return
+    machine.headroom_before = machine_headroom(max(parallel))
+    try:
+        pickled = dumps_for_workers(plan.pipeline)
+    except Exception as err:
+        machine.skipped = f"the pipeline cannot be sent to another process: {type(err).__name__}: {err}"
+        return
+    machine.ceiling = Ceiling(pickled, plan.data, plan.small, args.opt_level, plan.config, parallel)
+
+
+def _measure(args: argparse.Namespace, plan: _Plan, bench: Bench, machine: _Machine) -> list[Run]:
+    """Every configuration ``args.repeat`` times, interleaved (per repeat: in-process, each worker count, then
+    a round of the ceiling), after an untimed warm-up run of each."""
     configs = [1, *[c for c in plan.counts if c != 1]]
     leaves = progress_units(plan.pipeline, plan.data)
     total_units = sum(leaves.values()) * args.repeat * len(configs)
@@ -262,13 +312,23 @@ def _measure(args: argparse.Namespace, plan: _Plan, bench: Bench) -> list[Run]:
         for c in configs:
             bar.set_label("warming up" if c == 1 else f"starting {c} workers")
             bench.warm_up(c, plan.small)  # first-call costs (imports, caches, the pool) are not timed
-            for r in range(args.repeat):
+        bar.set_label("measuring the machine")
+        _start_ceiling(args, plan, machine)
+        for r in range(args.repeat):
+            for c in configs:
                 where = "in-process" if c == 1 else f"{c} workers"
                 rep = f" run {r + 1}/{args.repeat}" if args.repeat > 1 else ""
                 progress = ProgressInstrument(bar, leaves, prefix=f"{where}{rep}: ") if bar.enabled else None
                 runs.append(bench.run(c, progress, bar if bar.enabled else None))
+            if machine.ceiling is not None:
+                bar.set_label(f"the pipeline's ceiling, round {r + 1}/{args.repeat}")
+                machine.ceiling.measure_round()
+        if machine.headroom_before is not None:
+            machine.headroom_after = machine_headroom(max(c for c in configs))
     finally:
         bar.close()
+        if machine.ceiling is not None:
+            machine.ceiling.close()
     return runs
 
 
@@ -282,6 +342,7 @@ def _report(summary: dict[str, Any], runs: list[Run], plan: _Plan) -> str:
     projection = render_amdahl(summary)
     if projection:
         lines.append(projection)
+    lines.append(render_machine(summary, plan.counts))
     lines.append(f"efficiency = speedup / min(workers, usable cores = {plan.cores})")
     if all(r.identical for r in runs):
         lines.append(f"outputs byte-identical to the in-process run, pass statistics equal: yes ({3 * len(runs)} runs)")

@@ -18,6 +18,7 @@ __all__ = [
     "check_plot",
     "plot",
     "render_amdahl",
+    "render_machine",
     "render_table",
     "serial_and_parallel",
     "summarize",
@@ -204,6 +205,39 @@ def _where(name: str, runs: Sequence[Run], counts: Sequence[int], is_seq: bool, 
         reasons = sorted({w["reason"] for w in waves if not w["parallel"]})
         notes.append(f"{c} workers: in-process ({'; '.join(reasons)})")
     return ", ".join(notes)
+
+
+#: The totals of the table, and how the machine lines name them.
+_TOTALS = (("total", "pass by pass"), ("total_timed", "fused with the timing instrument"), ("total_fused", "fused"))
+
+
+def render_machine(summary: dict[str, Any], counts: Sequence[int]) -> str:
+    """The machine's headroom, the pipeline's own ceiling, and each total's speedup as a share of that ceiling."""
+    machine = summary.get("machine") or {}
+    if machine.get("headroom_before") is None:
+        return f"machine headroom and the pipeline's ceiling: not measured ({machine.get('ceiling_skipped') or '-'})"
+    workers = max(counts)
+    after = machine.get("headroom_after")
+    lines = [
+        f"machine headroom (a pure-Python loop on {workers} processes vs 1): {machine['headroom_before']:.2f}x "
+        f"before the runs" + (f", {after:.2f}x after" if after is not None else "")
+    ]
+    if not machine["ceiling"]:
+        lines.append(f"the pipeline's ceiling: not measured ({machine['ceiling_skipped']})")
+    for c, figures in machine["ceiling"].items():
+        rounds = ", ".join(f"{value:.2f}x" for value in figures["rounds"])
+        ceiling = figures["median"]
+        lines.append(
+            f"ceiling of this pipeline on {c} processes (it runs in-process on {c} processes at once, each on the "
+            f"whole module, against 1 alone; nothing shipped; rounds {rounds}): {ceiling:.2f}x"
+        )
+        shares = ", ".join(
+            f"{label} {summary[key]['speedup'][c] / ceiling * 100:.0f}%"
+            for key, label in _TOTALS
+            if summary[key]["speedup"].get(c)
+        )
+        lines.append(f"speedup as a share of that ceiling ({c} workers): {shares}")
+    return "\n".join(lines)
 
 
 def render_table(summary: dict[str, Any], counts: Sequence[int], cores: int) -> str:

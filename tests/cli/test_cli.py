@@ -498,6 +498,50 @@ def test_bench_tiny_with_json(tmp_path: Path) -> None:
     assert figures["summary"]["total_timed"]["seconds"]["1"] > 0
     amdahl = figures["summary"]["amdahl"][str(workers)]
     assert 0 < amdahl["serial_share"] <= 1 and set(amdahl["bound"]) == {"16", "64"}
+    # what the machine allowed, measured in the same run: the headroom, and the pipeline's own ceiling
+    machine = figures["summary"]["machine"]
+    assert machine["headroom_before"] > 0 and machine["headroom_after"] > 0
+    ceiling = machine["ceiling"][str(workers)]
+    assert len(ceiling["rounds"]) == 1 and ceiling["median"] == ceiling["rounds"][0] > 0
+    assert f"machine headroom (a pure-Python loop on {workers} processes vs 1): " in out
+    assert f"ceiling of this pipeline on {workers} processes (" in out and f"): {ceiling['median']:.2f}x\n" in out
+    assert f"speedup as a share of that ceiling ({workers} workers): pass by pass " in out
+
+
+def test_bench_interleaves_its_runs_and_can_skip_the_ceiling(tmp_path: Path) -> None:
+    proc = parpass(
+        "bench",
+        *("--functions", "8", "--repeat", "2", "--workers", "2", "--pipeline", "InferType", "--no-ceiling"),
+        *("--json", "b.json"),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "machine headroom and the pipeline's ceiling: not measured (--no-ceiling)" in proc.stdout
+    figures = json.loads((tmp_path / "b.json").read_text())
+    assert [run["workers"] for run in figures["runs"]] == [1, 2, 1, 2]  # interleaved, not all of one first
+    assert figures["summary"]["machine"]["ceiling"] == {}
+
+
+def test_bench_reads_each_total_against_the_ceiling() -> None:
+    from parpass.cli.bench_report import render_machine
+
+    summary = {
+        "total": {"speedup": {"2": 0.9}},
+        "total_timed": {"speedup": {"2": 1.2}},
+        "total_fused": {"speedup": {"2": 1.5}},
+        "machine": {
+            "headroom_before": 1.8,
+            "headroom_after": 1.7,
+            "ceiling": {"2": {"rounds": [1.4, 1.6, 1.5], "median": 1.5}},
+            "ceiling_skipped": "",
+        },
+    }
+    text = render_machine(summary, [1, 2])
+    assert "machine headroom (a pure-Python loop on 2 processes vs 1): 1.80x before the runs, 1.70x after" in text
+    assert "rounds 1.40x, 1.60x, 1.50x): 1.50x" in text
+    assert "(2 workers): pass by pass 60%, fused with the timing instrument 80%, fused 100%" in text
+    summary["machine"] = {"headroom_before": None, "ceiling": {}, "ceiling_skipped": "why not"}
+    assert render_machine(summary, [2]) == "machine headroom and the pipeline's ceiling: not measured (why not)"
 
 
 def test_bench_worker_list_and_pipeline(tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
@@ -511,6 +555,7 @@ def test_bench_worker_list_and_pipeline(tmp_path: Path, run_main) -> None:  # ty
         "1,2",
         "--pipeline",
         "seq(InferType,FoldConstant)",
+        "--no-ceiling",
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
@@ -539,6 +584,7 @@ def test_bench_progress_bar_on_a_terminal(tmp_path: Path) -> None:
                 "2",
                 "--pipeline",
                 "InferType,FoldConstant",
+                "--no-ceiling",
             ],
             cwd=tmp_path,
             stdout=subprocess.PIPE,
@@ -571,7 +617,9 @@ def test_bench_plot(tmp_path: Path, run_main) -> None:  # type: ignore[no-untype
         assert_usage_error(result, "--plot needs matplotlib", 'pip install ".[plot]"')
         assert not (tmp_path / "s.png").exists()
         return
-    proc = parpass("bench", "--functions", "8", "--repeat", "1", "--workers", "2", "--plot", "s.png", cwd=tmp_path)
+    proc = parpass(
+        "bench", "--functions", "8", "--repeat", "1", "--workers", "2", "--plot", "s.png", "--no-ceiling", cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
