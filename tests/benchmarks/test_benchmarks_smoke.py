@@ -135,7 +135,9 @@ def test_bench_cold_compares_fresh_processes_and_cleans_up(tmp_path: Path) -> No
     assert "run 1, --workers 1:" in out
     assert "run 1, --workers 2:" in out
     assert "(target >= 1.5x)" in out
-    assert "outputs byte-identical: yes (2 runs)" in out
+    assert "  run 1, 2 x --workers 1 at once: " in out
+    assert "ceiling of the run on this machine (2 x --workers 1 at once against one alone, median of 1): " in out
+    assert "outputs byte-identical: yes (4 runs)" in out  # the ceiling's runs are checked too
     assert not list(scratch.iterdir())
 
 
