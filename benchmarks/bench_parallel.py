@@ -30,9 +30,12 @@ quiet and loaded, >= 0.95x. Each figure is marked ``ok`` or ``MISS``.
 
 It also prints the parent's own work per function in the quiet warm parallel
 runs (encoding what is not cached, writing the wave, merging, replaying), and
-two ceilings measured in the same run: the machine headroom (a pure-Python loop
-on the workers' number of processes against one; on a quiet machine and under
-the load) and that of case (a)'s pass itself with nothing shipped.
+what the machine allows, measured in the same run: the machine headroom (a
+pure-Python loop on the workers' number of processes against one; on a quiet
+machine and under the load) and each case's own ceiling (its pass run
+in-process on the workers' number of processes at once, each on the whole
+module, against one alone, nothing shipped: no executor can beat it), with the
+warm speedup as a share of it.
 
 Exit status 1 if any parallel output differs from the in-process one (a missed
 target is a figure, not a failure). Full size takes several minutes; for a
@@ -58,6 +61,7 @@ from pathlib import Path
 from benchutil import burning_one_core, machine_headroom, mark, median_ratio, module_digest, sigterm_as_exit
 
 import parpass
+from parpass.cli.bench_ceiling import Ceiling
 from parpass.ir import IRModule, from_bytes, relax, to_bytes
 from parpass.parallel import default_executor as executor
 from parpass.parallel import get_backend, usable_cores
@@ -171,6 +175,10 @@ class Case:
     module: str
     target: float | None  # None: a share of the measured ceiling (case (a))
 
+    @property
+    def key_label(self) -> str:
+        return f"({self.key})"
+
 
 CASES = [
     Case("a", "(a) CPU-heavy function pass", lambda: schedule_search, "big", None),
@@ -226,36 +234,24 @@ def timed(pass_: Pass, mod: IRModule, workers: int, repeat: int) -> tuple[list[f
 
 #: Shortest sample timed, seconds (a shorter run is repeated within one sample).
 MIN_SAMPLE = 0.2
+#: Rounds of each case's ceiling (at most; fewer with a smaller --repeat).
+CEILING_ROUNDS = 3
 
 
-def _schedule_search_seconds(num_functions: int, start_at: float) -> float:
-    """Seconds of ScheduleSearch on the Functions of ``random_module(num_functions)``, in this process, on built
-    IR (best of 2), starting at wall-clock time ``start_at`` so that several processes run it together."""
-    mod = random_module(num_functions=num_functions, seed=0)
-    ctx = PassContext(opt_level=3, config={"parpass.num_workers": 1})
-    funcs = [(name, mod[name]) for name in schedule_search.targets(mod)]
-    time.sleep(max(0.0, start_at - time.time()))
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        with ctx:
-            for name, func in funcs:
-                schedule_search.transform_one(func, name, mod, ctx)
-        best = min(best, time.perf_counter() - start)
-    return best
+def case_ceiling(case: Case, path: Path, workers: int, rounds: int) -> list[float]:
+    """The ceiling of ``case`` on ``workers`` processes, per round: its pass itself run in-process on ``workers``
+    processes at once, each on the whole module (decoded, as the warm runs have it), against one alone, nothing
+    shipped (see :class:`~parpass.cli.bench_ceiling.Ceiling`)."""
+    from parpass.parallel.pickling import dumps_for_workers
 
-
-def pass_headroom(workers: int, num_functions: int) -> float:
-    """Speedup of case (a)'s pass itself on ``workers`` processes over one, nothing shipped: the ceiling of (a).
-
-    Every process runs the pass on the same module, first one alone, then all at once.
-    """
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(workers) as pool:
-        alone = pool.submit(_schedule_search_seconds, num_functions, time.time() + 2.0).result()
-        together = list(pool.map(_schedule_search_seconds, [num_functions] * workers, [time.time() + 2.0] * workers))
-    return workers * alone / max(together)
+    small = to_bytes(make_modules(workers)["small"])
+    ceiling = Ceiling(dumps_for_workers(case.make()), path.read_bytes(), small, 3, {}, [workers], MIN_SAMPLE)
+    try:
+        for _ in range(rounds):
+            ceiling.measure_round()
+    finally:
+        ceiling.close()
+    return ceiling.rounds[workers]
 
 
 # ---------------------------------------------------------------- cold: a fresh process per run
@@ -367,12 +363,13 @@ def _checked(what: str, ratio: float, target: float, misses: list[str]) -> str:
     return text
 
 
-def quiet_row(case: Case, f: Figures, target: float, misses: list[str]) -> str:
+def quiet_row(case: Case, f: Figures, target: float, ceiling: float, misses: list[str]) -> str:
     warm = _checked(f"{case.label}, warm", f.warm, target, misses)
     cold = _checked(f"{case.label}, cold", f.cold, AUTO_FLOOR, misses)
     cold_ms = [_ms([r.seconds for r in runs]) for runs in (f.cold_serial, f.cold_parallel)]
     return (
-        f"| {case.label} | {_ms(f.serial)} | {_ms(f.parallel)} | {warm} | >= {target:.2f}x | "
+        f"| {case.label} | {_ms(f.serial)} | {_ms(f.parallel)} | {warm} | >= {target:.2f}x | {ceiling:.2f}x | "
+        f"{f.warm / ceiling * 100:.0f}% | "
         f"{cold_ms[0]} | {cold_ms[1]} | {cold} | >= {AUTO_FLOOR:.2f}x | {f.overhead_us:.1f} | "
         f"{f.mode} | {f.cold_mode} |{'' if f.identical else ' OUTPUT DIFFERS |'}"
     )
@@ -389,9 +386,9 @@ def loaded_row(case: Case, f: Figures, misses: list[str]) -> str:
 
 
 QUIET_HEADER = (
-    "| case | in-process ms | auto ms | warm speedup | target | cold in-process ms | cold auto ms | cold speedup "
-    "| target | parent µs/function | waves in workers, warm | waves in workers, cold |\n"
-    "|---|---:|---:|---:|---|---:|---:|---:|---|---:|---|---|"
+    "| case | in-process ms | auto ms | warm speedup | target | ceiling | share of ceiling | cold in-process ms "
+    "| cold auto ms | cold speedup | target | parent µs/function | waves in workers, warm | waves in workers, cold |\n"
+    "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---|---|"
 )
 LOADED_HEADER = (
     "| case | in-process ms | auto ms | warm speedup | cold in-process ms | cold auto ms | cold speedup | target "
@@ -414,12 +411,17 @@ def run_all(args: argparse.Namespace, tmp: Path) -> bool:
     print(f"module: random_module({args.functions}) = {len(modules['big'])} functions")
     headroom = machine_headroom(args.workers)
     print(f"machine headroom now (a pure-Python loop on {args.workers} processes vs 1): {headroom:.2f}x")
-    ceiling = pass_headroom(args.workers, max(args.functions // 2, 1))
-    target_a = round(CEILING_SHARE * ceiling, 2)
-    print(
-        f"ceiling of (a) now (its pass alone on {args.workers} processes vs 1, nothing shipped): {ceiling:.2f}x; "
-        f"target of (a): {CEILING_SHARE:.0%} of it, {target_a:.2f}x\n"
-    )
+    ceilings: dict[str, float] = {}
+    rounds = min(args.repeat, CEILING_ROUNDS)
+    for case in CASES:
+        values = case_ceiling(case, paths[case.module], args.workers, rounds)
+        ceilings[case.key] = statistics.median(values)
+        print(
+            f"ceiling of {case.key_label} now (it runs in-process on {args.workers} processes at once vs 1, "
+            f"nothing shipped; rounds {', '.join(f'{v:.2f}x' for v in values)}): {ceilings[case.key]:.2f}x"
+        )
+    target_a = round(CEILING_SHARE * ceilings["a"], 2)
+    print(f"target of (a): {CEILING_SHARE:.0%} of its ceiling, {target_a:.2f}x\n")
     ok = True
     misses: list[str] = []
     auto: list[float] = []  # every auto figure, to hold against AUTO_FLOOR
@@ -428,7 +430,8 @@ def run_all(args: argparse.Namespace, tmp: Path) -> bool:
     print(QUIET_HEADER)
     for case in CASES:
         f = measure(case, modules[case.module], paths[case.module], args)
-        print(quiet_row(case, f, target_a if case.target is None else case.target, misses), flush=True)
+        target = target_a if case.target is None else case.target
+        print(quiet_row(case, f, target, ceilings[case.key], misses), flush=True)
         ok &= f.identical
         auto += [f.warm, f.cold]
 

@@ -65,7 +65,9 @@ def machine_headroom(workers: int, n: int = 2_000_000) -> float:
 _LOADED: dict[str, Any] = {}
 
 
-def _load(pipeline: bytes, data: bytes, small: bytes, opt_level: int, config: dict[str, Any]) -> None:
+def _load(
+    pipeline: bytes, data: bytes, small: bytes, opt_level: int, config: dict[str, Any], min_sample: float
+) -> None:
     """The initializer of a ceiling process: unpickle the pipeline and run it once on ``small`` (imports, caches)."""
     import cloudpickle
 
@@ -74,6 +76,7 @@ def _load(pipeline: bytes, data: bytes, small: bytes, opt_level: int, config: di
         data=data,
         opt_level=opt_level,
         config={**config, "parpass.num_workers": 1},
+        min_sample=min_sample,
     )
     _run(small)
 
@@ -97,16 +100,35 @@ def _ready(seconds: float) -> int:
 
 
 def _timed_at(start_at: float) -> tuple[int, float]:
-    """Wait until ``start_at`` (``time.time()``), then time the pipeline on the whole module; (pid, seconds)."""
+    """Wait until ``start_at`` (``time.time()``), then time the pipeline on the whole module; (pid, seconds).
+
+    A run shorter than the ceiling's ``min_sample`` is repeated until the runs add up to it (the mean is
+    returned), so that a run of milliseconds is not decided by timer and scheduler noise.
+    """
     time.sleep(max(0.0, start_at - time.time()))
-    return os.getpid(), _run(_LOADED["data"])
+    total, runs = 0.0, 0
+    while runs == 0 or total < _LOADED["min_sample"]:
+        total += _run(_LOADED["data"])
+        runs += 1
+    return os.getpid(), total / runs
 
 
 class Ceiling:
-    """The pipeline's ceiling on each of ``counts`` processes, a round at a time (see the module docstring)."""
+    """The pipeline's ceiling on each of ``counts`` processes, a round at a time (see the module docstring).
+
+    ``pipeline`` is the pickled pass, ``data`` and ``small`` the module's and a small warm-up module's bytes;
+    a run shorter than ``min_sample`` seconds is timed over as many runs in a row as make that long.
+    """
 
     def __init__(
-        self, pipeline: bytes, data: bytes, small: bytes, opt_level: int, config: dict[str, Any], counts: list[int]
+        self,
+        pipeline: bytes,
+        data: bytes,
+        small: bytes,
+        opt_level: int,
+        config: dict[str, Any],
+        counts: list[int],
+        min_sample: float = 0.0,
     ) -> None:
         self.counts = counts
         #: per process count, the ratio each round measured
@@ -114,7 +136,7 @@ class Ceiling:
         size = max(counts)
         from loky import ProcessPoolExecutor as LokyPool
 
-        self._pool = LokyPool(size, initializer=_load, initargs=(pipeline, data, small, opt_level, config))
+        self._pool = LokyPool(size, initializer=_load, initargs=(pipeline, data, small, opt_level, config, min_sample))
         try:
             self._start(size)
         except BaseException:
