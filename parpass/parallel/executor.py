@@ -13,13 +13,18 @@ instrument trace.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import itertools
 import logging
 import pickle
 import threading
 import time
 import warnings
-from collections.abc import Sequence
-from typing import NamedTuple, NoReturn, cast
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
+from operator import add
+from typing import Any, NamedTuple, NoReturn, cast
 
 import cloudpickle
 import msgspec
@@ -36,7 +41,7 @@ from parpass.errors import (
 )
 from parpass.instrument.base import may_veto
 from parpass.ir.module import IRModule
-from parpass.ir.node import BaseFunc
+from parpass.ir.node import AttrValue, BaseFunc
 from parpass.ir.relax import Function
 from parpass.ir.serialization import encode_function, node_problem
 from parpass.ir.tir import PrimFunc
@@ -64,8 +69,15 @@ _KINDS: dict[str, type[BaseFunc]] = {"Function": Function, "PrimFunc": PrimFunc}
 _POLL = 0.05
 #: Chunks handed to a seat ahead of its answers, so that it never waits for the parent between chunks.
 _IN_FLIGHT = 2
-#: Digests whose holder the executor remembers at most (beyond that it forgets them all: only a hint).
-_OWNERS_KEPT = 1 << 20
+#: Digests whose holder the executor remembers before it forgets those of functions no longer in the module
+#: of the last wave (only a hint): at least this many, and this many per function of that module. A map
+#: that grew without bound (over many pipeline runs) made every lookup a cache miss.
+_OWNERS_MIN = 1 << 14
+_OWNERS_PER_FUNCTION = 4
+#: Kinds of chains whose last targets the executor remembers at most (see ParallelExecutor._targets).
+_VISITED_KEPT = 16
+#: A function's class and attributes (see IRModule.kind_and_attrs).
+_Head = tuple[type[BaseFunc], Mapping[str, AttrValue]]
 #: Smallest size a worker's result store reaches before it starts a new one (see parpass.parallel.store).
 _STORE_MIN = 64 << 20
 #: In-process seconds after which a wave first asks whether to move the rest of it to workers, and how
@@ -125,6 +137,8 @@ class ParallelExecutor:
         self._lock = threading.Lock()
         self._pool_started = False  # this executor asked for workers once: later waves need not earn it
         self._inline_seconds = 0.0  # in-process work of the chains 'auto' probed and kept here
+        #: per kinds of a chain (see _visit_key): the heads of the last module it ran on, and its targets there
+        self._visited: dict[tuple[type[BaseFunc], ...], tuple[list[_Head], list[int]]] = {}
 
     def forget(self) -> None:
         """Drop everything learned so far (pass costs, pool overhead, passes that look up others, the in-process
@@ -134,6 +148,7 @@ class ParallelExecutor:
             self._looks_up.clear()
             self._bytes_per_function = 2000.0
             self._inline_seconds = 0.0
+            self._visited.clear()
             self.history.clear()
             self.last = None
 
@@ -176,9 +191,11 @@ class ParallelExecutor:
         forced = _inline_reason(ctx, cfg, names)
         if forced is not None:
             return self._run_inline(passes, mod, ctx, observer, names, forced)
-        targets = _targets(passes, mod)
-        if not targets:
+        with _collection_paused():
+            table = self._targets(passes, mod)
+        if not table.indices:
             return self._run_inline(passes, mod, ctx, observer, names, "no target functions")
+        targets = list(map(table.names.__getitem__, table.indices))
         # With parpass.strict a pass that cannot be pickled fails wherever it would run; else the chain is
         # pickled only once it may go to the workers.
         pickled = self._pack(passes, names, cfg) if cfg.strict else None
@@ -203,7 +220,8 @@ class ParallelExecutor:
             if isinstance(outcome, IRModule):
                 return outcome
             probe = outcome
-        shipped = _shipped(mod, names, targets)
+        with _collection_paused():
+            shipped = _shipped(mod, names, table)
         self._bytes_per_function = sum(shipped.sizes) / len(shipped.sizes)
         return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, shipped, probe)
 
@@ -222,6 +240,24 @@ class ParallelExecutor:
                 warnings.warn(message + "; running it in-process", RuntimeWarning, stacklevel=3)
             _warn_unenforced_timeout(cfg, names, "pass cannot be pickled")
             return None
+
+    def _targets(self, passes: Sequence[FunctionLevelPass], mod: IRModule) -> _Table:
+        """The functions any pass of the chain may visit (kind and SkipOptimization read without decoding).
+
+        The heads are read once per wave; the targets of a chain of the same kinds are taken again from the
+        last wave that had the same heads (a pipeline's next pass of the same kind, mostly).
+        """
+        t0 = time.perf_counter()
+        names, heads = mod.head_columns()
+        key = _visit_key(passes)
+        known = self._visited.get(key) if key is not None else None
+        # equal heads, most of them the same objects (a wave's results keep the heads they came in with)
+        indices = known[1] if known is not None and known[0] == heads else _visited(passes, heads)
+        if key is not None:
+            if len(self._visited) >= _VISITED_KEPT:
+                self._visited.clear()
+            self._visited[key] = (heads, indices)  # these heads: the next wave's are these very objects
+        return _Table(names, heads, indices, time.perf_counter() - t0)
 
     def _probe(
         self,
@@ -424,26 +460,14 @@ class ParallelExecutor:
         self._pool_started = True
         start = time.perf_counter()
         names = tuple(p.info.name for p in passes)
-        entries, position, indices, sizes = shipped.entries, shipped.position, shipped.indices, shipped.sizes
-        all_names = [name for name, _, _, _ in entries]
-        wave = _WaveInput(
-            pickled,
-            dumps_for_workers(ctx.snapshot()),
-            all_names,
-            [data for _, data, _, _ in entries],
-            # the IR keeps an executor's location opaque; this executor records only (store, offset, length)
-            [cast("tuple[str, int, int] | None", location) for _, _, _, location in entries],
-            msgspec.msgpack.encode(dict(mod.attrs)),
-            bool(ctx.instruments),
-            [digest or b"" for _, _, digest, _ in entries],
-            cfg.cache_bytes,
-            _probe_inputs(probe, mod, position),
-        )
+        indices, sizes, all_names = shipped.indices, shipped.sizes, shipped.names
+        with _collection_paused():
+            wave = self._wave_input(pickled, mod, ctx, cfg, shipped, probe)
         setup = time.perf_counter() - start
         waited = 0.0
         for _ in range(_RETRIES + 1):
             try:
-                with backend.crew(cfg.num_workers) as crew:
+                with backend.crew(cfg.num_workers) as crew, _collection_paused():
                     began = time.perf_counter()
                     run = self._attempt(crew, wave, indices, sizes, cfg, names, mod, ctx, passes)
                     waited = time.perf_counter() - began
@@ -465,7 +489,8 @@ class ParallelExecutor:
         if probe is not None and observer is not None:
             observer = _AfterProbe(observer, probe.timing)
         try:
-            out = self._merge(run, mod, all_names, probe, wave)
+            with _collection_paused():
+                out = self._merge(run, mod, shipped.heads, probe, wave)
             self._replay_and_raise(results, passes, all_names, mod, ctx, cfg, observer)
         finally:
             end = time.perf_counter()
@@ -490,6 +515,25 @@ class ParallelExecutor:
             self._remember(stats)
         return out
 
+    @staticmethod
+    def _wave_input(
+        pickled: bytes, mod: IRModule, ctx: PassContext, cfg: ParallelConfig, shipped: _Shipped, probe: _Probe | None
+    ) -> _WaveInput:
+        """What every attempt of the wave shares (see :class:`_WaveInput`)."""
+        return _WaveInput(
+            pickled,
+            dumps_for_workers(ctx.snapshot()),
+            shipped.names,
+            # the IR keeps an executor's location opaque; this executor records only (store, offset, length)
+            cast("list[tuple[str, int, int] | None]", shipped.locations),
+            msgspec.msgpack.encode(dict(mod.attrs)),
+            bool(ctx.instruments),
+            shipped.digests,
+            cfg.cache_bytes,
+            _probe_inputs(probe, mod, shipped.names),
+            shipped.total,
+        )
+
     def _attempt(
         self,
         crew: Crew,
@@ -512,7 +556,7 @@ class ParallelExecutor:
         t0 = time.perf_counter()
         directory = scratch_dir()
         crew.begin_wave(directory)
-        store_limit = max(_STORE_MIN, 4 * sum(map(len, wave.functions)) // crew.size)
+        store_limit = max(_STORE_MIN, 4 * wave.nbytes // crew.size)
         placed, probes = _place(crew, wave, directory, store_limit, mod)
         wave_path = write_wave(
             wave.passes,
@@ -528,7 +572,8 @@ class ParallelExecutor:
             probes,
         )
         try:
-            owners = [crew.owners.get(wave.digests[i]) if wave.digests[i] else None for i in indices]
+            holder = cast("dict[bytes | None, int]", crew.owners).get  # None: a digest the parent lacks
+            owners = list(map(holder, map(wave.digests.__getitem__, indices)))
             dispatcher = Dispatcher(indices, sizes, owners, crew.size)
             outstanding = [0] * crew.size
             run = _Run()
@@ -546,13 +591,11 @@ class ParallelExecutor:
                 parent += time.perf_counter() - t1
                 if cfg.timeout > 0:
                     self._check_timeout(crew, wave, names, mod, ctx, passes, cfg)
+            t1 = time.perf_counter()
             run.stolen = dispatcher.stolen
-            run.parent_seconds = parent
-            for seat, answer in run.answers:  # who holds what, for the next wave's affinity
-                for result in answer.results:
-                    crew.owners[result.digest] = seat
-            if len(crew.owners) > _OWNERS_KEPT:
-                crew.owners.clear()
+            _map_results(crew, run)
+            _note_owners(crew, run, wave.digests)
+            run.parent_seconds = parent + time.perf_counter() - t1
             return run
         except CrewLost as lost:
             self._fail_lost(crew, lost, names, wave.names, mod, ctx, passes, cfg)
@@ -572,18 +615,13 @@ class ParallelExecutor:
         passes: Sequence[FunctionLevelPass],
         cfg: ParallelConfig,
     ) -> None:
-        """One answer from ``seat``: a chunk's results into ``run`` (views into the worker's store), or its failure."""
+        """One answer from ``seat``: a chunk's results into ``run``, or its failure."""
         if isinstance(answer, WorkerFailure):
             error = RemotePassError(f"{answer.type_name}: {answer.message}", _label(names), (), answer.type_name)
             add_note(error, "parpass: remote traceback (worker process):\n" + answer.traceback.rstrip())
             self._fail_crash(error, names, [], [], mod, ctx, passes, cfg)
         assert isinstance(answer, ChunkDone) and answer.wave == wave_path
         run.answers.append((seat, answer))
-        if answer.store:
-            reader = crew.store(seat, answer.store)
-            run.views.extend(reader.view(r.offset, r.length) if r.offset >= 0 else None for r in answer.results)
-        else:
-            run.views.extend(None for _ in answer.results)
 
     def _check_timeout(
         self,
@@ -684,29 +722,38 @@ class ParallelExecutor:
     # ------------------------------------------------------------ merge, replay, errors
 
     @staticmethod
-    def _merge(run: _Run, mod: IRModule, all_names: list[str], probe: _Probe | None, wave: _WaveInput) -> IRModule:
+    def _merge(run: _Run, mod: IRModule, heads: list[_Head], probe: _Probe | None, wave: _WaveInput) -> IRModule:
+        """The module after the wave: ``mod`` with what the probe and the workers changed, by module index.
+
+        ``heads`` are the class and attributes of ``mod``'s functions, which a changed function keeps unless
+        its answer says otherwise; every column is gathered first and set in one call.
+        """
         out = mod.copy()
+        all_names = wave.names
         if probe is not None:  # what the first pass changed in-process: the workers took up from it
+            heads = list(heads)
             for index, data in wave.probes:
                 name = all_names[index]
                 new = probe.results[name]
                 if new is not mod[name]:
                     out.set_encoded_function(name, data, new)
-        views = iter(run.views)
-        changed = []
-        known = wave.digests
-        for _, answer in run.answers:
-            store = answer.store
-            for result in answer.results:
-                name = all_names[result.index]
-                view = next(views)
-                if view is None:
-                    if probe is not None or not known[result.index]:  # a digest the module lacks
-                        out.record_digest(name, result.digest)
-                    continue
-                head = None if result.same_head else (_KINDS[result.kind], result.attrs or {})
-                changed.append((name, view, result.digest, (store, result.offset, result.length), head))
-        out.set_encoded_functions(changed, same_head_as=mod)
+                    heads[index] = (type(new), new.attrs)
+        changed: list[int] = []
+        views: list[memoryview] = []
+        digests: list[bytes] = []
+        locations: list[tuple[str, int, int]] = []
+        new_heads: list[_Head] = []
+        for (_, answer), answer_views in zip(run.answers, run.views, strict=True):
+            changed += answer.indices
+            views += answer_views
+            digests += answer.digests
+            locations += zip(repeat(answer.store), answer.offsets, answer.lengths)
+            start = len(new_heads)
+            new_heads += map(heads.__getitem__, answer.indices)
+            for head in answer.heads:
+                new_heads[start + head.at] = (_KINDS[head.kind], head.attrs)
+        out.set_encoded_columns(list(map(all_names.__getitem__, changed)), views, digests, locations, new_heads)
+        _record_digests(out, run, all_names, wave.digests, probe is not None)
         return out
 
     def _replay_and_raise(
@@ -813,12 +860,11 @@ class _AfterProbe(_Offset):
         super().after_stage(stage, timing)
 
 
-def _probe_inputs(
-    probe: _Probe | None, mod: IRModule, position: dict[str, int]
-) -> list[tuple[int, bytes | memoryview]]:
+def _probe_inputs(probe: _Probe | None, mod: IRModule, names: list[str]) -> list[tuple[int, bytes | memoryview]]:
     """The functions a probe ran the first pass on, and the bytes the workers take up from (its result)."""
     if probe is None:
         return []
+    position = {name: i for i, name in enumerate(names)}
     out: list[tuple[int, bytes | memoryview]] = []
     for name, new in probe.results.items():
         data = mod.encoded_buffer(name) if new is mod[name] else encode_function(new)
@@ -840,25 +886,40 @@ class _WaveInput(msgspec.Struct, frozen=True, dict=False):
     passes: bytes
     context: bytes
     names: list[str]
-    functions: list[bytes | memoryview]
     #: where the executor's workers stored each function's bytes, if they did: (store path, offset, length)
     locations: list[tuple[str, int, int] | None]
     attrs: bytes
     record: bool
-    digests: list[bytes]
+    digests: list[bytes | None]
     cache_bytes: int
     #: the functions the first pass already ran on in-process: (index, the bytes the workers take up from)
     probes: list[tuple[int, bytes | memoryview]]
+    nbytes: int  # the encoded size of every function
+
+
+class _Table(NamedTuple):
+    """A module's functions as a chain's wave picks its targets: their names and heads (see
+    :meth:`IRModule.head_columns`), the targets' positions, and the seconds it took to read."""
+
+    names: list[str]
+    heads: list[_Head]
+    indices: list[int]
+    seconds: float
 
 
 class _Shipped(NamedTuple):
-    """What a wave ships, as read from the module: every function's entry (see :func:`_entries`), the
-    position of each name, the targets' positions and encoded sizes, and the seconds it took to read."""
+    """What a wave ships, read from the module in columns (module order): every function's name, head,
+    digest and location (see :meth:`IRModule.encoded_columns`); the targets' positions and encoded sizes,
+    every function's encoded size summed, and the seconds it took to read (targets included). The bytes
+    themselves are read from the module only for the functions that lie in no store of the crew."""
 
-    entries: list[tuple[str, bytes | memoryview, bytes | None, object]]
-    position: dict[str, int]
+    names: list[str]
+    heads: list[_Head]
+    digests: list[bytes | None]
+    locations: list[object]
     indices: list[int]
     sizes: list[int]
+    total: int
     seconds: float
 
 
@@ -878,7 +939,7 @@ class _Run:
 
     def __init__(self) -> None:
         self.answers: list[tuple[int, ChunkDone]] = []
-        self.views: list[memoryview | None] = []  # per result, in answer order: its new bytes (None: unchanged)
+        self.views: list[list[memoryview]] = []  # per answer: the new bytes of each function it changed
         self.chunks = 0
         self.stolen = 0
         self.parent_seconds = 0.0  # handing out chunks and taking in answers (the rest of the wait is the workers')
@@ -944,27 +1005,99 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
 
 def _place(
     crew: Crew, wave: _WaveInput, directory: str, store_limit: int, mod: IRModule
-) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int, int]]]:
-    """Where the crew reads each function's bytes, ``(store, offset, length)``, and each probe's result,
-    ``(index, store, offset, length)``: bytes no live store holds go into the parent's own store (once for
-    the crew's life; ``mod`` records where)."""
-    locations = list(wave.locations)
-    unplaced = [i for i, location in enumerate(locations) if location is None or location[0] not in crew.stores]
-    if unplaced:
-        blobs = [wave.functions[i] for i in unplaced]
+) -> tuple[tuple[list[int], list[int], list[int]], list[tuple[int, int, int, int]]]:
+    """Where the crew reads each function's bytes, as columns (store, offset, length), and each probe's
+    result, ``(index, store, offset, length)``: bytes no live store holds go into the parent's own store
+    (once for the crew's life; ``mod`` records where)."""
+    flat = _flat(wave.locations, crew.stores)
+    if flat is None:
+        locations = list(wave.locations)
+        unplaced = [i for i, location in enumerate(locations) if location is None or location[0] not in crew.stores]
+        blobs = [mod.encoded_buffer(wave.names[i]) for i in unplaced]
         path, offsets = crew.place(directory, store_limit, blobs)
-        for i, offset, data in zip(unplaced, offsets, blobs, strict=True):
-            locations[i] = (path, offset, len(data))
-            mod.record_location(wave.names[i], locations[i])
+        placed = [(path, offset, len(data)) for offset, data in zip(offsets, blobs, strict=True)]
+        for i, location in zip(unplaced, placed, strict=True):
+            locations[i] = location
+        mod.record_locations([wave.names[i] for i in unplaced], placed)
+        flat = list(itertools.chain.from_iterable(cast("list[tuple[str, int, int]]", locations)))
     probed: list[tuple[str, int, int, int]] = []  # (store, index, offset, length) of each probe's result
     if wave.probes:
         store, offsets = crew.place(directory, store_limit, [data for _, data in wave.probes])
         for (index, data), offset in zip(wave.probes, offsets, strict=True):
             probed.append((store, index, offset, len(data)))
     live = {path: i for i, path in enumerate(crew.stores)}
-    every = cast("list[tuple[str, int, int]]", locations)  # each one placed above
-    placed = [(live[path], offset, length) for path, offset, length in every]
-    return placed, [(index, live[store], offset, length) for store, index, offset, length in probed]
+    columns = (list(map(live.__getitem__, flat[0::3])), flat[1::3], flat[2::3])
+    return columns, [(index, live[store], offset, length) for store, index, offset, length in probed]
+
+
+def _flat(locations: list[tuple[str, int, int] | None], stores: Mapping[str, object]) -> list[Any] | None:
+    """Every location, flattened (store, offset, length, store, ...); None if a function lies in no store of
+    ``stores`` (one pass over the locations: the columns are then slices)."""
+    try:
+        flat: list[Any] = list(itertools.chain.from_iterable(cast("list[tuple[str, int, int]]", locations)))
+    except TypeError:  # a function not placed yet (None)
+        return None
+    return flat if stores.keys() >= set(flat[0::3]) else None
+
+
+def _map_results(crew: Crew, run: _Run) -> None:
+    """The new bytes of every answer of ``run`` into ``run.views``, as views of the stores the workers wrote
+    them to: each store mapped once, once every answer is in (the files outlive a worker that dies)."""
+    ends: dict[str, int] = {}
+    readers = {}
+    for seat, answer in run.answers:
+        if answer.indices:
+            readers[answer.store] = crew.store(seat, answer.store)  # in answer order: a store left is retired
+            ends[answer.store] = max(ends.get(answer.store, 0), max(map(add, answer.offsets, answer.lengths)))
+    stored = {path: readers[path].view(0, end) for path, end in ends.items()}
+    run.views = [
+        [stored[answer.store][start : start + size] for start, size in zip(answer.offsets, answer.lengths, strict=True)]
+        for _, answer in run.answers
+    ]
+
+
+def _note_owners(crew: Crew, run: _Run, digests: list[bytes | None]) -> None:
+    """Remember which seat holds each function of ``run``'s answers, for the next wave's affinity; past
+    the bound (see :data:`_OWNERS_MIN`), forget the digests of functions neither in the wave (``digests``,
+    None where the parent did not know it) nor in its answers (changed or not)."""
+    owners = crew.owners
+    for seat, answer in run.answers:
+        owners.update(zip(answer.digests, repeat(seat)))
+        owners.update(zip(answer.same_digests, repeat(seat)))
+    if len(owners) > max(_OWNERS_MIN, _OWNERS_PER_FUNCTION * len(digests)):
+        holder = cast("dict[bytes | None, int]", owners).get
+        answers = [answer for _, answer in run.answers]
+        kept = itertools.chain(digests, *(a.digests for a in answers), *(a.same_digests for a in answers))
+        crew.owners = {digest: held for digest in kept if digest is not None and (held := holder(digest)) is not None}
+
+
+def _record_digests(out: IRModule, run: _Run, names: list[str], known: list[bytes | None], probed: bool) -> None:
+    """Record in ``out`` the digests the workers computed of unchanged functions the wave did not know."""
+    lacking: list[str] = []
+    digests: list[bytes] = []
+    for _, answer in run.answers:
+        for index, digest in zip(answer.same, answer.same_digests, strict=True):
+            if probed or known[index] is None:
+                lacking.append(names[index])
+                digests.append(digest)
+    out.record_digests(lacking, digests)
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """The garbage collector paused while the parent does a wave's bookkeeping (as a worker does for a chunk).
+
+    That work builds a few objects per function that all live on (slots, views, locations): every few
+    hundred of them the collector would run, and now and then over the whole heap, at several times the
+    cost of the work itself. No user code runs inside (instruments are replayed outside).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _inline_reason(ctx: PassContext, cfg: ParallelConfig, names: tuple[str, ...]) -> str | None:
@@ -988,24 +1121,19 @@ def _inline_reason(ctx: PassContext, cfg: ParallelConfig, names: tuple[str, ...]
     return reason
 
 
-def _shipped(mod: IRModule, names: tuple[str, ...], targets: list[str]) -> _Shipped:
-    """What a wave of the chain ``names`` on ``targets`` ships, read from ``mod`` (encoding what is held decoded)."""
+def _shipped(mod: IRModule, names: tuple[str, ...], table: _Table) -> _Shipped:
+    """What a wave of the chain ``names`` on the targets of ``table`` ships, read from ``mod`` (encoding what
+    is held decoded)."""
     t0 = time.perf_counter()
-    entries = _entries(mod, names)
-    position = {entry[0]: i for i, entry in enumerate(entries)}
-    indices = [position[name] for name in targets]
-    sizes = [len(entries[i][1]) for i in indices]
-    return _Shipped(entries, position, indices, sizes, time.perf_counter() - t0)
-
-
-def _entries(mod: IRModule, names: tuple[str, ...]) -> list[tuple[str, bytes | memoryview, bytes | None, object]]:
-    """The module's functions as a wave ships them (see :meth:`IRModule.encoded_entries`)."""
     try:
-        return mod.encoded_entries()
+        every, digests, locations = mod.encoded_columns()
     except (OverflowError, UnicodeEncodeError, TypeError):
-        for name in mod.names():  # find the function and say what in it
+        for name in table.names:  # find the function and say what in it
             _encoded(mod, name, names)
         raise
+    sizes = list(map(every.__getitem__, table.indices))
+    seconds = table.seconds + time.perf_counter() - t0
+    return _Shipped(table.names, table.heads, digests, locations, table.indices, sizes, sum(every), seconds)
 
 
 def _encoded(mod: IRModule, name: str, names: tuple[str, ...]) -> bytes | memoryview:
@@ -1021,13 +1149,21 @@ def _encoded(mod: IRModule, name: str, names: tuple[str, ...]) -> bytes | memory
         ) from err
 
 
-def _targets(passes: Sequence[FunctionLevelPass], mod: IRModule) -> list[str]:
-    """Functions any pass of the chain may visit (kind and SkipOptimization read without decoding)."""
+def _visited(passes: Sequence[FunctionLevelPass], heads: list[_Head]) -> list[int]:
+    """The positions of the functions (of these ``heads``) any pass of the chain may visit."""
     visits = [p.visits for p in passes]
     if len(visits) == 1:
         visit = visits[0]
-        return [name for name, kind, attrs in mod.heads() if visit(kind, attrs)]
-    return [name for name, kind, attrs in mod.heads() if any(visit(kind, attrs) for visit in visits)]
+        return [i for i, (kind, attrs) in enumerate(heads) if visit(kind, attrs)]
+    return [i for i, (kind, attrs) in enumerate(heads) if any(visit(kind, attrs) for visit in visits)]
+
+
+def _visit_key(passes: Sequence[FunctionLevelPass]) -> tuple[type[BaseFunc], ...] | None:
+    """What the targets of the chain depend on besides the heads: the passes' kinds, where every pass
+    keeps the rule of :meth:`FunctionLevelPass.visits` (None: a pass has a rule of its own)."""
+    if any(type(p).visits is not FunctionLevelPass.visits for p in passes):
+        return None
+    return tuple(p.func_kind for p in passes)
 
 
 def _vetoing_instrument(ctx: PassContext) -> str | None:

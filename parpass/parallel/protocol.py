@@ -50,22 +50,16 @@ class TaskError(msgspec.Struct, array_like=True):
     traceback: str
 
 
-class Result(msgspec.Struct, array_like=True):
-    """One function's outcome: where its new bytes lie in the chunk's store, and the digest of its bytes.
+class NewHead(msgspec.Struct, array_like=True):
+    """The class and attributes of a changed function whose ones are not those it came in with.
 
-    ``offset`` is -1 when no pass changed it (``digest`` is then that of the bytes it came in);
-    ``same_head`` says its class and attributes are those it came in with; when they are not, ``kind``
-    (``"Function"`` or ``"PrimFunc"``) and ``attrs`` are the new ones, which the parent would otherwise
-    have to read from the bytes to pick the next wave's targets.
+    ``at`` is its place in :attr:`ChunkDone.indices`; ``kind`` is ``"Function"`` or ``"PrimFunc"``.
+    The parent would otherwise have to read them from the bytes to pick the next wave's targets.
     """
 
-    index: int
-    offset: int
-    length: int
-    digest: bytes
-    same_head: bool = True
-    kind: str = ""
-    attrs: dict[str, Any] | None = None
+    at: int
+    kind: str
+    attrs: dict[str, Any]
 
 
 class StageEmissions(msgspec.Struct, array_like=True):
@@ -77,11 +71,25 @@ class StageEmissions(msgspec.Struct, array_like=True):
 
 
 class ChunkDone(msgspec.Struct, tag="done", array_like=True):
-    """Everything one chunk sends back: results, captured output, errors, timings, cache use."""
+    """Everything one chunk sends back: results, captured output, errors, timings, cache use.
+
+    A function of the chunk is in ``indices`` (changed), in ``same`` (unchanged), or has an error.
+    """
 
     wave: str = ""  # the wave file it ran (a check that no answer of an earlier wave is taken for this one)
     store: str = ""  # the result store the changed functions' bytes were appended to
-    results: list[Result] = []
+    #: the functions the chain changed (module order indices, in chunk order), and where their new bytes
+    #: lie in ``store``, with the digest of those bytes: parallel arrays, one item per function (a struct
+    #: per function costs the parent more to decode than the rest of the answer)
+    indices: list[int] = []
+    offsets: list[int] = []
+    lengths: list[int] = []
+    digests: list[bytes] = []
+    #: the changed functions whose class or attributes changed (sparse; the others kept theirs)
+    heads: list[NewHead] = []
+    #: the functions no pass changed, and the digest of the bytes they came in as
+    same: list[int] = []
+    same_digests: list[bytes] = []
     emissions: list[StageEmissions] = []
     errors: list[TaskError] = []
     seconds: float = 0.0

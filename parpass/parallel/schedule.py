@@ -14,8 +14,9 @@ being spread evenly, and a stolen function only costs the thief a decode.
 
 from __future__ import annotations
 
+import bisect
 import heapq
-from collections import deque
+import itertools
 from collections.abc import Sequence
 
 #: Smallest chunk, as a share of a wave's work per seat: smaller ones balance the end of a wave
@@ -29,70 +30,95 @@ class Dispatcher:
     ``targets`` are function indices, ``sizes`` their encoded sizes (the
     estimate of their cost), ``owners`` the seat holding each resident (None:
     nobody).
+
+    Each seat's queue is a list, largest first, of which ``[lo, hi)`` is left, with the running sums of its
+    sizes: a chunk (from the large end) and a theft (from the small end) are each one bisection and one
+    slice, whatever their length (the parent hands out a wave's thousands of functions between answers).
     """
 
     def __init__(self, targets: Sequence[int], sizes: Sequence[int], owners: Sequence[int | None], seats: int) -> None:
         self.seats = max(seats, 1)
-        size = self._size = dict(zip(targets, sizes, strict=True))
-        queued = [0] * self.seats
+        if len(targets) != len(sizes) or len(targets) != len(owners):
+            raise ValueError("Dispatcher: targets, sizes and owners differ in length")
+        # The queues hold positions in ``targets`` (sorted, so that positions order as the indices do).
+        if list(targets) != sorted(targets):
+            targets, sizes, owners = map(list, zip(*sorted(zip(targets, sizes, owners, strict=True)), strict=True))
+        self._targets = list(targets)
+        size = self._size = list(sizes)
         mine: list[list[int]] = [[] for _ in range(self.seats)]
         nobody: list[int] = []
-        for index, owner in zip(targets, owners, strict=True):
-            if owner is not None and 0 <= owner < self.seats:
-                mine[owner].append(index)
-                queued[owner] += size[index]
-            else:
-                nobody.append(index)
+        queue_of: dict[int | None, list[int]] = dict(enumerate(mine))
+        for position, owner in enumerate(owners):
+            queue_of.get(owner, nobody).append(position)  # a seat out of range: nobody's
         if nobody:
-            least = [(queued[s], s) for s in range(self.seats)]  # a heap: the seat with the least work queued
+            # a heap: the seat with the least work queued
+            least = [(sum(map(size.__getitem__, q)), s) for s, q in enumerate(mine)]
             heapq.heapify(least)
-            for index in sorted(nobody, key=lambda i: (-size[i], i)):
+            for position in _largest_first(nobody, size):
                 work, seat = least[0]
-                mine[seat].append(index)
-                heapq.heapreplace(least, (work + size[index], seat))
-            queued = [0] * self.seats
-            for work, seat in least:
-                queued[seat] = work
+                mine[seat].append(position)
+                heapq.heapreplace(least, (work + size[position], seat))
+            mine = [sorted(q) for q in mine]
         # Largest first: the small end of each queue is what goes last, or to a thief.
-        self._queues = [deque(sorted(q, key=lambda i: (-size[i], i))) for q in mine]
-        self._queued = queued
-        self._floor = max(sum(sizes) * MIN_CHUNK_SHARE / self.seats, 1.0)
+        self._queues = [_largest_first(q, size) for q in mine]
+        self._sums = [_running_sums(q, size) for q in self._queues]
+        self._lo = [0] * self.seats
+        self._hi = [len(q) for q in self._queues]
+        self._floor = max(sum(size) * MIN_CHUNK_SHARE / self.seats, 1.0)
         self.stolen = 0
 
     def remaining(self) -> int:
         """Functions not handed out yet."""
-        return sum(len(q) for q in self._queues)
+        return sum(self._hi) - sum(self._lo)
+
+    def _queued(self, seat: int) -> int:
+        """The work (summed sizes) left in ``seat``'s queue."""
+        sums = self._sums[seat]
+        return sums[self._hi[seat]] - sums[self._lo[seat]]
 
     def next_chunk(self, seat: int) -> list[int]:
-        """The next functions for ``seat`` (in module order); empty when the whole wave is handed out."""
-        if not self._queues[seat]:
+        """The next functions for ``seat`` (in module order); empty when the whole wave is handed out.
+
+        From the large end of its queue, functions until their sizes reach half the work it has left (at
+        least the floor), or the queue's end.
+        """
+        if self._lo[seat] == self._hi[seat]:
             self._steal(seat)
-        queue = self._queues[seat]
-        if not queue:
+        lo, hi = self._lo[seat], self._hi[seat]
+        if lo == hi:
             return []
-        target = max(self._queued[seat] / 2, self._floor)
-        chunk: list[int] = []
-        filled = 0
-        while queue and filled < target:
-            index = queue.popleft()
-            chunk.append(index)
-            filled += self._size[index]
-        self._queued[seat] -= filled
-        return sorted(chunk)
+        sums = self._sums[seat]
+        base = sums[lo]
+        target = max((sums[hi] - base) / 2, self._floor)
+        end = bisect.bisect_left(sums, target, lo + 1, hi, key=lambda total: total - base)
+        self._lo[seat] = end
+        return list(map(self._targets.__getitem__, sorted(self._queues[seat][lo:end])))
 
     def _steal(self, thief: int) -> None:
-        victim = max(range(self.seats), key=lambda s: (self._queued[s], -s))
-        queue = self._queues[victim]
-        if not queue:
+        """Move to ``thief``'s (empty) queue the small end of the fullest queue: the fewest functions
+        whose sizes reach half of its work (at least one)."""
+        victim = max(range(self.seats), key=lambda s: (self._queued(s), -s))
+        lo, hi = self._lo[victim], self._hi[victim]
+        if lo == hi:
             return
-        take = self._queued[victim] / 2
-        taken: list[int] = []
-        moved = 0
-        while queue and (moved < take or not taken):
-            index = queue.pop()  # the small end
-            taken.append(index)
-            moved += self._size[index]
-        self._queued[victim] -= moved
-        self._queued[thief] += moved
-        self._queues[thief].extend(reversed(taken))  # still largest first
+        sums = self._sums[victim]
+        top = sums[hi]
+        take = (top - sums[lo]) / 2
+        # the last start whose suffix still reaches ``take`` (the suffix sums fall as the start rises)
+        start = max(bisect.bisect_right(sums, -take, lo, hi, key=lambda total: total - top) - 1, lo)
+        taken = self._queues[victim][start:hi]  # still largest first
+        self._hi[victim] = start
+        self._queues[thief] = taken
+        self._sums[thief] = _running_sums(taken, self._size)
+        self._lo[thief], self._hi[thief] = 0, len(taken)
         self.stolen += len(taken)
+
+
+def _largest_first(positions: list[int], size: list[int]) -> list[int]:
+    """``positions`` (ascending) by size, largest first, ties in order."""
+    return sorted(positions, key=size.__getitem__, reverse=True)  # a sort keeps ties' order, reversed too
+
+
+def _running_sums(queue: list[int], size: list[int]) -> list[int]:
+    """0, then the sizes of ``queue`` summed up to and including each of its functions."""
+    return list(itertools.accumulate(map(size.__getitem__, queue), initial=0))

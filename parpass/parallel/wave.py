@@ -32,7 +32,6 @@ import struct
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -55,7 +54,7 @@ class WaveHeader(msgspec.Struct, frozen=True, array_like=True):
     lengths: list[int]  # ... and is lengths[i] bytes long
     module_attrs: bytes  # msgpack of the module attributes
     record_instruments: bool  # record nested instrument callbacks for replay
-    digests: list[bytes]  # digest of function i's bytes, b"" where the parent does not know it
+    digests: list[bytes | None]  # digest of function i's bytes, None where the parent does not know it
     cache_budget: int  # encoded bytes of functions a worker may keep resident
     store_limit: int  # bytes past which a worker starts a new result store
     #: functions whose chain starts at its second pass (the first ran in the parent): (index, store, offset,
@@ -92,28 +91,26 @@ def _scratch_dir() -> str:
 def write_wave(
     passes: bytes,
     context: bytes,
-    names: Sequence[str],
+    names: list[str],
     stores: list[str],
-    placed: Sequence[tuple[int, int, int]],
+    placed: tuple[list[int], list[int], list[int]],
     module_attrs: bytes,
     record_instruments: bool,
-    digests: list[bytes],
+    digests: list[bytes | None],
     cache_budget: int,
     store_limit: int,
     probes: list[tuple[int, int, int, int]],
 ) -> str:
     """Write the wave file and return its path (the caller removes it).
 
-    Function i lies where ``placed[i]`` says: (index in ``stores``, offset, length).
+    Function i lies where ``placed`` says, as three columns: the index in ``stores``, the offset, the length.
     """
-    where = [place[0] for place in placed]
-    offsets = [place[1] for place in placed]
-    lengths = [place[2] for place in placed]
+    where, offsets, lengths = placed
     header = msgspec.msgpack.encode(
         WaveHeader(
             passes,
             context,
-            list(names),
+            names,
             stores,
             where,
             offsets,

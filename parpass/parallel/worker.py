@@ -45,7 +45,7 @@ from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import (
     ChunkDone,
     Hello,
-    Result,
+    NewHead,
     RunChunk,
     StageEmissions,
     Stop,
@@ -403,13 +403,13 @@ def _results(
     header = wave.file.header
     cache = wave.cache
     blobs: list[bytes] = []
-    changed: list[Result] = []
     for k, index in enumerate(indices):
         func, original = funcs[k], originals[k]
         if func is None or original is None or failed[k]:
             continue
         if func is original:
-            out.results.append(Result(index, -1, 0, wave.chunk_digest(index)))
+            out.same.append(index)
+            out.same_digests.append(wave.chunk_digest(index))
             continue
         try:
             data = encode_function(func)
@@ -420,17 +420,15 @@ def _results(
             continue
         digest = digest_of(data)
         cache.put(digest, func, len(data))
-        if type(func) is type(original) and (func.attrs is original.attrs or func.attrs == original.attrs):
-            changed.append(Result(index, len(blobs), len(data), digest))
-        else:
+        if type(func) is not type(original) or (func.attrs is not original.attrs and func.attrs != original.attrs):
             kind = "PrimFunc" if isinstance(func, PrimFunc) else "Function"  # what decoding the bytes gives
-            changed.append(Result(index, len(blobs), len(data), digest, False, kind, dict(func.attrs)))
+            out.heads.append(NewHead(len(out.indices), kind, dict(func.attrs)))
+        out.indices.append(index)
+        out.lengths.append(len(data))
+        out.digests.append(digest)
         blobs.append(data)
     if blobs:
-        out.store, offsets = store.append(os.path.dirname(wave.file.path), header.store_limit, blobs)
-        for result in changed:
-            result.offset = offsets[result.offset]
-    out.results.extend(changed)
+        out.store, out.offsets = store.append(os.path.dirname(wave.file.path), header.store_limit, blobs)
 
 
 def _inputs(

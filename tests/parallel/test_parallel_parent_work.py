@@ -1,0 +1,66 @@
+"""The parent's own work per wave: what it keeps from one wave to the next, and that it changes no result.
+
+The parent reads the module in columns once per wave, takes a chain's targets again from the last wave
+with the same heads, merges the workers' answers as parallel arrays, and bounds the map of which worker
+holds what. These tests check that each shortcut gives what the long way gives.
+"""
+
+from __future__ import annotations
+
+import pytest
+from parallel_support import module_bytes, parallel_ctx
+
+import parpass.parallel.executor as executor_mod
+from parpass.parallel.schedule import Dispatcher
+from parpass.passes import CanonicalizeBindings, EliminateCommonSubexpr, FoldConstant
+from parpass.testing import random_module
+from parpass.transform import Sequential
+
+
+def _pipeline() -> Sequential:
+    """Passes that look up no other function (a lookup decodes what a worker lacks: a miss no theft explains)."""
+    return Sequential([CanonicalizeBindings(), FoldConstant(), EliminateCommonSubexpr()])
+
+
+def test_a_bounded_owner_map_keeps_affinity_and_the_serial_bytes(monkeypatch: pytest.MonkeyPatch, history) -> None:  # type: ignore[no-untyped-def]
+    """Pruned after every wave (the smallest bounds), the map still sends each function to its holder."""
+    monkeypatch.setattr(executor_mod, "_OWNERS_MIN", 0)
+    monkeypatch.setattr(executor_mod, "_OWNERS_PER_FUNCTION", 1)
+    mod = random_module(num_functions=60, num_prim_funcs=0, size=8, seed=5)
+    with parallel_ctx(1):
+        expected = module_bytes(_pipeline()(_pipeline()(mod)))
+    history.clear()
+    with parallel_ctx(2, **{"parpass.fuse_passes": False}):
+        out = _pipeline()(_pipeline()(mod))
+    assert module_bytes(out) == expected
+    later = [w for w in history if w.parallel][1:]  # every target of these was returned by the wave before
+    assert later and sum(w.misses for w in later) <= sum(w.stolen for w in later)
+    assert sum(w.hits for w in later) > 0
+
+
+def test_unsorted_targets_are_handed_out_as_sorted_ones() -> None:
+    targets = [7, 3, 11, 5, 2, 13]
+    sizes = [10, 40, 10, 25, 40, 5]
+    owners: list[int | None] = [None, 1, 0, None, 1, 0]
+    order = sorted(range(len(targets)), key=targets.__getitem__)
+    ordered = Dispatcher([targets[i] for i in order], [sizes[i] for i in order], [owners[i] for i in order], seats=2)
+    shuffled = Dispatcher(targets, sizes, owners, seats=2)
+    for seat in [0, 1, 1, 0, 0, 1, 0, 1, 0, 1]:
+        assert shuffled.next_chunk(seat) == ordered.next_chunk(seat)
+    assert shuffled.remaining() == ordered.remaining() == 0
+    assert shuffled.stolen == ordered.stolen
+
+
+def test_set_encoded_columns_replaces_only_functions_the_module_has() -> None:
+    mod = random_module(num_functions=3, num_prim_funcs=1, size=4, seed=2)
+    names, heads = mod.head_columns()
+    sizes, digests, _ = mod.encoded_columns()
+    data = [mod.encoded_buffer(name) for name in names]
+    copy = mod.copy()
+    copy.set_encoded_columns(names, data, [b"d" * 16] * len(names), [("here", 0, s) for s in sizes], heads)
+    assert copy.names() == names and module_bytes(copy) == module_bytes(mod)
+    assert copy.head_columns() == (names, heads)
+    assert copy.encoded_columns()[1] == [b"d" * 16] * len(names) and digests == [None] * len(names)
+    with pytest.raises(KeyError, match="not in it"):
+        copy.set_encoded_columns(["nowhere"], [data[0]], [None], [None], [heads[0]])
+    assert copy.names() == names  # nothing changed
