@@ -15,6 +15,8 @@ import warnings
 from dataclasses import dataclass
 from typing import ClassVar
 
+import msgspec
+
 from parpass.ir import IRModule, relax
 from parpass.ir.node import GlobalVar
 from parpass.transform import FunctionTransform, PassContext, Statistic, function_pass, module_pass, prim_func_pass
@@ -26,6 +28,13 @@ log = logging.getLogger("ptest")
 def count_bindings(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
     """Changes every Function: records its number of bindings."""
     return func.with_attr("num_bindings", len(func.bindings))
+
+
+@function_pass(opt_level=0, name="Rebuild")
+def rebuild(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Returns every Function as a new object with an equal body and the same attributes: a change to the
+    executor (it tells changes by identity), none to the IR."""
+    return func.with_body(msgspec.structs.replace(func.body))
 
 
 @function_pass(opt_level=0, name="KeepEven")

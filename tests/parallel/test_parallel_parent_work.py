@@ -64,3 +64,46 @@ def test_set_encoded_columns_replaces_only_functions_the_module_has() -> None:
     with pytest.raises(KeyError, match="not in it"):
         copy.set_encoded_columns(["nowhere"], [data[0]], [None], [None], [heads[0]])
     assert copy.names() == names  # nothing changed
+
+
+def test_a_wave_taken_up_from_an_in_process_start_keeps_the_heads_of_its_bytes(  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch, history
+) -> None:
+    """``auto`` runs a chain's first pass in-process on the first functions, then moves the rest to the
+    workers, which take up from what the first pass made: a function whose attributes the first pass changed
+    here, and whose body a later pass changed there, must keep the new attributes in the head the output
+    module holds (the next wave picks its targets from the heads without reading bytes)."""
+    from ptest_passes import count_bindings, rebuild
+
+    from parpass.parallel import default_executor, get_backend
+    from parpass.transform import PassContext
+
+    monkeypatch.setattr(executor_mod, "_PROBE_FIRST", 0.0)
+    monkeypatch.setattr(executor_mod, "_PROBE_EVERY", 0.0)
+    monkeypatch.setattr(executor_mod, "_PROBE_MIN_FUNCTIONS", 1)
+    monkeypatch.setattr(default_executor, "_worth_moving", lambda *args: True)
+    taken_up: list[int] = []  # functions the workers took up from the first pass's in-process result
+    inputs = executor_mod._probe_inputs
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        out = inputs(*args)
+        taken_up.append(len(out))
+        return out
+
+    monkeypatch.setattr(executor_mod, "_probe_inputs", spy)
+    chain = Sequential([count_bindings, rebuild])
+    mod = random_module(num_functions=40, num_prim_funcs=0, size=8, seed=3)
+    with parallel_ctx(1):
+        expected = module_bytes(chain(mod))
+    get_backend().warm(2)
+    default_executor.forget()  # the chain unknown: 'auto' starts it in-process
+    with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "auto"}):
+        out = chain(mod)
+    wave = next(w for w in history if w.parallel)
+    assert wave.passes == ("CountBindings", "Rebuild") and taken_up and taken_up[0] > 0
+    heads = out.heads()  # before anything is decoded: what the module holds
+    assert module_bytes(out) == expected
+    assert [(name, type(out[name]), dict(out[name].attrs)) for name in out.names()] == [
+        (name, kind, dict(attrs)) for name, kind, attrs in heads
+    ]
+    assert all("num_bindings" in attrs or attrs.get("SkipOptimization") for _, _, attrs in heads)
