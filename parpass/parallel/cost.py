@@ -3,11 +3,18 @@
 The executor learns, per pass (and per fused chain), how many seconds of work
 a byte of IR costs, from every run it makes in-process or in workers, and how
 long a round trip to the pool costs. A wave runs in workers only when the
-estimated parallel time (round trip, plus the work divided among the workers)
-beats the estimated in-process time, which includes decoding the functions an
-earlier wave left as bytes (workers decode their share themselves). A pass
-never measured is estimated at a deliberately high default rate, so big
-modules start parallel and small ones in-process.
+estimated parallel time beats the estimated in-process time, which includes
+decoding the functions an earlier wave left as bytes (workers decode their
+share themselves). The parallel time of a chain that ran in workers before is
+what its last waves took in the caller, from the first byte shipped to the
+last event replayed: it counts what a model of the workers would miss (the
+decoding and encoding there, the end of the wave, and above all a machine
+whose other programs leave the workers less than a core each). A chain not
+measured so is estimated as a round trip plus its work divided among the
+workers. A pass never measured is estimated at a deliberately high default
+rate, so big modules start parallel and small ones in-process. A chain kept
+in-process on its measured parallel time is tried in workers again now and
+then, so that a load that went away does not keep it in-process for good.
 """
 
 from __future__ import annotations
@@ -28,6 +35,12 @@ DEFAULT_DECODE_RATE = 14e-9
 _ALPHA = 0.5
 #: Waves whose overhead the estimate is the median of.
 _SAMPLES = 5
+#: A chain's parallel waves whose measured time the estimate is the median of (one slow wave does not decide).
+_PARALLEL_SAMPLES = 3
+#: In-process decisions in a row, taken on a chain's measured parallel time, after which it is tried in
+#: workers once more (when that time was within _RETRY_MARGIN of in-process).
+_RETRY_AFTER = 8
+_RETRY_MARGIN = 2.0
 
 
 class CostModel:
@@ -42,6 +55,10 @@ class CostModel:
     def __init__(self) -> None:
         self._inline: dict[tuple[str, ...], float] = {}
         self._worker: dict[tuple[str, ...], float] = {}
+        #: per chain: the last parallel waves' seconds per byte in the caller, beyond the round trip
+        self._parallel: dict[tuple[str, ...], list[float]] = {}
+        #: per chain: in-process decisions in a row taken on its measured parallel time
+        self._kept_inline: dict[tuple[str, ...], int] = {}
         self.overhead = DEFAULT_OVERHEAD
         self._overheads: list[float] = []
         self.ship_rate = DEFAULT_SHIP_RATE
@@ -70,6 +87,24 @@ class CostModel:
         if nbytes > 0:
             with self._lock:
                 self._fold(self._worker, tuple(chain), busy / nbytes)
+
+    def record_parallel(self, chain: Sequence[str], wall: float, nbytes: int) -> None:
+        """A parallel wave of the chain on ``nbytes`` of IR took ``wall`` seconds in the caller, all in
+        (shipping, the workers' decoding and encoding, waiting, merging, replaying; not starting the workers)."""
+        if nbytes > 0:
+            with self._lock:
+                samples = self._parallel.setdefault(tuple(chain), [])
+                samples.append(max(wall - self.overhead, 0.0) / nbytes)
+                del samples[:-_PARALLEL_SAMPLES]
+
+    def measured_parallel(self, chain: Sequence[str], nbytes: float) -> float | None:
+        """The chain's parallel seconds on ``nbytes`` of IR as its last parallel waves took them; None if it
+        has not run in workers (see :meth:`record_parallel`)."""
+        with self._lock:
+            samples = self._parallel.get(tuple(chain))
+            if not samples:
+                return None
+            return self.overhead + statistics.median(samples) * nbytes
 
     def record_wave(self, wall: float, busy: float, workers: int, nbytes: int) -> None:
         """Fold in a parallel wave: ``wall`` seconds in the parent for ``busy`` seconds of worker time.
@@ -102,7 +137,9 @@ class CostModel:
             inline_rate = worker_rate if worker_rate is not None else DEFAULT_RATE * len(key)
         if worker_rate is None:
             worker_rate = inline_rate
-        parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / max(workers, 1)
+        parallel = self.measured_parallel(key, nbytes)
+        if parallel is None:
+            parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / max(workers, 1)
         return inline_rate * nbytes + self.decode_rate * encoded, parallel
 
     def should_parallelize(
@@ -117,4 +154,19 @@ class CostModel:
             explore = key in self._worker and key not in self._inline
         if explore and inline < 1.5 * parallel:
             return False  # measured only in workers, and not by a wide margin: learn the in-process cost once
-        return parallel < inline
+        if parallel < inline:
+            with self._lock:
+                self._kept_inline.pop(key, None)
+            return True
+        return self._retry(key, inline, parallel)
+
+    def _retry(self, key: tuple[str, ...], inline: float, parallel: float) -> bool:
+        """Whether to try in workers once more a chain whose measured parallel time keeps it in-process."""
+        with self._lock:
+            if key not in self._parallel or parallel >= _RETRY_MARGIN * inline:
+                return False
+            kept = self._kept_inline[key] = self._kept_inline.get(key, 0) + 1
+            if kept < _RETRY_AFTER:
+                return False
+            self._kept_inline[key] = 0
+            return True

@@ -380,9 +380,11 @@ class ParallelExecutor:
         chain_rate = max(rate * len(names), known) if self.cost.knows(names) else rate * len(names)
         left = max(total - done, 0.0)
         inline = chain_rate * left
-        parallel = (
-            self.cost.overhead + self.cost.ship_rate * left + _WORKER_FACTOR * chain_rate * left / cfg.num_workers
-        )
+        parallel = self.cost.measured_parallel(names, left)
+        if parallel is None:
+            parallel = (
+                self.cost.overhead + self.cost.ship_rate * left + _WORKER_FACTOR * chain_rate * left / cfg.num_workers
+            )
         return inline, parallel
 
     def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> tuple[int, int]:
@@ -465,10 +467,13 @@ class ParallelExecutor:
             wave = self._wave_input(pickled, mod, ctx, cfg, shipped, probe)
         setup = time.perf_counter() - start
         waited = 0.0
+        starting = 0.0  # waiting for the workers to start: not what the wave costs once they run
         for _ in range(_RETRIES + 1):
             try:
+                asked = time.perf_counter()
                 with backend.crew(cfg.num_workers) as crew, _collection_paused():
                     began = time.perf_counter()
+                    starting += began - asked
                     run = self._attempt(crew, wave, indices, sizes, cfg, names, mod, ctx, passes)
                     waited = time.perf_counter() - began
                 break
@@ -492,6 +497,8 @@ class ParallelExecutor:
             with _collection_paused():
                 out = self._merge(run, mod, shipped.heads, probe, wave)
             self._replay_and_raise(results, passes, all_names, mod, ctx, cfg, observer)
+            if probe is None:  # a whole wave in workers: what it took, load included, decides the next
+                self.cost.record_parallel(names, time.perf_counter() - start + shipped.seconds - starting, nbytes)
         finally:
             end = time.perf_counter()
             self.cost.record_workers(names, busy, nbytes)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from parallel_support import leftovers, module_bytes, parallel_ctx
 from ptest_passes import chatty, count_bindings, keep_even
 
+import parpass.parallel.cost as cost_mod
 from parpass.ir import IRModule
 from parpass.ir.node import BaseFunc
 from parpass.parallel import get_backend
@@ -347,6 +348,57 @@ def test_one_slow_wave_does_not_turn_parallel_runs_off() -> None:
     for wall in (0.010, 0.011, 0.009, 5.0):  # an outlier, e.g. another program took the cores
         model.record_wave(wall, 0.0, 2, 1000)
     assert model.overhead == pytest.approx(0.0105, abs=0.001)
+
+
+def test_a_chain_s_measured_parallel_time_overrides_the_model_of_its_workers() -> None:
+    """Workers that got less than a core each (another program took the rest) look fast to a model that
+    divides their busy time among them; the wave's time in the caller says the truth."""
+    model = CostModel()
+    model.record_inline(["P"], 0.100, 1_000_000)
+    model.record_workers(["P"], 0.120, 1_000_000)  # the model: ~60 ms on 2 workers, against 100 ms here
+    assert model.should_parallelize(["P"], 1_000_000, 2, -1.0)
+    for _ in range(2):
+        model.record_parallel(["P"], 0.160, 1_000_000)  # what the waves took in the caller
+    assert model.measured_parallel(["P"], 1_000_000) == pytest.approx(0.160)
+    assert model.measured_parallel(["P"], 500_000) == pytest.approx(model.overhead + (0.160 - model.overhead) / 2)
+    assert not model.should_parallelize(["P"], 1_000_000, 2, -1.0)
+    assert model.measured_parallel(["Q"], 1_000_000) is None  # another chain's waves say nothing of it
+
+
+def test_one_slow_parallel_wave_does_not_keep_a_chain_in_process() -> None:
+    model = CostModel()
+    model.record_inline(["P"], 0.100, 1_000_000)
+    for wall in (0.060, 0.062, 0.500):  # the last one: another program took the cores for a moment
+        model.record_parallel(["P"], wall, 1_000_000)
+    assert model.should_parallelize(["P"], 1_000_000, 2, -1.0)
+
+
+def test_a_chain_kept_in_process_by_its_parallel_time_is_tried_in_workers_again() -> None:
+    """A load that went away must not keep a chain in-process for good: now and then it runs in workers,
+    which measures it again; a chain far slower in workers is not tried again."""
+    model = CostModel()
+    model.record_inline(["P"], 0.100, 1_000_000)
+    model.record_inline(["Far"], 0.100, 1_000_000)
+    for _ in range(3):
+        model.record_parallel(["P"], 0.150, 1_000_000)
+        model.record_parallel(["Far"], 0.500, 1_000_000)
+    decisions = [model.should_parallelize(["P"], 1_000_000, 2, -1.0) for _ in range(2 * cost_mod._RETRY_AFTER)]
+    assert decisions.count(True) == 2 and decisions[cost_mod._RETRY_AFTER - 1] and decisions[-1]
+    assert not any(model.should_parallelize(["Far"], 1_000_000, 2, -1.0) for _ in range(3 * cost_mod._RETRY_AFTER))
+    for _ in range(2):  # the load went away: the tries measured it
+        model.record_parallel(["P"], 0.060, 1_000_000)
+    assert model.should_parallelize(["P"], 1_000_000, 2, -1.0)
+
+
+def test_a_whole_wave_in_workers_is_measured_for_the_next_decision(history) -> None:  # type: ignore[no-untyped-def]
+    from parpass.parallel import default_executor
+
+    mod = random_module(num_functions=12, num_prim_funcs=0, size=4, seed=2)
+    with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
+        count_bindings(mod)
+    assert history[-1].parallel
+    measured = default_executor.cost.measured_parallel(["CountBindings"], 1000)
+    assert measured is not None and 0 < measured < history[-1].wall + default_executor.cost.overhead
 
 
 def test_auto_keeps_a_small_module_in_process(history) -> None:  # type: ignore[no-untyped-def]
