@@ -208,18 +208,21 @@ class ParallelExecutor:
             if known and not self.cost.should_parallelize(names, estimate, cfg.num_workers, cfg.inline_below, encoded):
                 reason = "estimated faster in-process"
                 return self._run_inline(passes, mod, ctx, observer, names, reason, estimate, targets)
-        if pickled is None:
+        probing = auto and (not known or not backend_mod.get_backend().ready(cfg.num_workers))
+        if pickled is None and not probing:  # a probe pickles the chain only if it moves it to the workers
             pickled = self._pack(passes, names, cfg)
             if pickled is None:
                 return self._run_inline(passes, mod, ctx, observer, names, "pass cannot be pickled")
         probe: _Probe | None = None
         if known:
             self._pool_started = True  # what this chain cost says the workers pay: they may start
-        if auto and (not known or not backend_mod.get_backend().ready(cfg.num_workers)):
+        if probing:
             outcome = self._probe(passes, mod, ctx, observer, cfg, names, targets, estimate)
             if isinstance(outcome, IRModule):
                 return outcome
             probe = outcome
+            pickled = probe.pickled
+        assert pickled is not None
         with _collection_paused():
             shipped = _shipped(mod, names, table)
         self._bytes_per_function = sum(shipped.sizes) / len(shipped.sizes)
@@ -278,7 +281,6 @@ class ParallelExecutor:
         few checks more than in-process: nothing is decided on a guess. The serial order holds: the first
         pass's first functions run here, before anything the workers run.
         """
-        backend = backend_mod.get_backend()
         p0 = passes[0]
         view = mod.read_only_view(view_reason(p0.info.name))
         first = targets if len(passes) == 1 else p0.targets(mod)
@@ -306,10 +308,12 @@ class ParallelExecutor:
                     check = now + _PROBE_EVERY
                     if not self._worth_moving(names, now - start, done, estimate, cfg):
                         continue
-                    self._pool_started = asked = True
-                    if backend.ready(cfg.num_workers):  # starts the workers without waiting for them
+                    moving = self._move_now(probe, passes, names, cfg)
+                    if moving:
                         shipped = True
                         break
+                    asked = moving is not None  # None: the chain cannot be pickled (warned): it all stays here
+                    check = check if asked else float("inf")
         except BaseException as err:
             if observer is not None:
                 observer.stage_failed(0, err)
@@ -320,6 +324,18 @@ class ParallelExecutor:
             return probe
         probe.done_bytes = done
         return self._finish_in_process(passes, names, mod, ctx, observer, probe, asked)
+
+    def _move_now(
+        self, probe: _Probe, passes: Sequence[FunctionLevelPass], names: tuple[str, ...], cfg: ParallelConfig
+    ) -> bool | None:
+        """Whether a probe that found moving the rest worth it moves now: True once the workers are ready
+        (asked for here, not waited for) and the chain is pickled into ``probe``; None for a chain that cannot
+        be pickled (the warning given)."""
+        self._pool_started = True
+        if not backend_mod.get_backend().ready(cfg.num_workers):  # starts the workers without waiting
+            return False
+        probe.pickled = self._pack(passes, names, cfg)
+        return None if probe.pickled is None else True
 
     def _finish_in_process(
         self,
@@ -939,6 +955,7 @@ class _Probe:
         self.decode_seconds = 0.0  # decoding the functions held as bytes (learned apart from the pass)
         self.decoded_bytes = 0
         self.done_bytes = 0.0  # the encoded size of the functions the pass ran on
+        self.pickled: bytes | None = None  # the chain for the workers, once the probe moves it there
 
 
 class _Run:

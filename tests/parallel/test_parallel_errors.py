@@ -11,7 +11,7 @@ from ptest_passes import Boom, count_bindings, fails_on_some, raises_unpicklable
 
 from parpass.errors import PassShippingError, RemotePassError
 from parpass.ir import IRModule
-from parpass.transform import function_pass
+from parpass.transform import PassContext, Sequential, function_pass
 
 
 def _failing_names(mod: IRModule) -> list[str]:
@@ -77,6 +77,62 @@ def test_unpicklable_pass_runs_in_process_with_one_warning(small_module: IRModul
     with parallel_ctx(1):
         serial = holds_lock(small_module)
     assert module_bytes(first) == module_bytes(serial) == module_bytes(second)
+
+
+def _probe_moves_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """'auto' starts every chain in-process and finds at its first check that moving the rest pays."""
+    import parpass.parallel.executor as executor_mod
+    from parpass.parallel import default_executor, get_backend
+
+    monkeypatch.setattr(executor_mod, "_PROBE_FIRST", 0.0)
+    monkeypatch.setattr(executor_mod, "_PROBE_EVERY", 0.0)
+    monkeypatch.setattr(executor_mod, "_PROBE_MIN_FUNCTIONS", 1)
+    monkeypatch.setattr(default_executor, "_worth_moving", lambda *args: True)
+    get_backend().warm(2)
+    default_executor.forget()
+
+
+def test_auto_pickles_a_chain_only_when_it_moves_it_to_the_workers(
+    small_module: IRModule, monkeypatch: pytest.MonkeyPatch, history
+) -> None:  # type: ignore[no-untyped-def]
+    """A chain that 'auto' starts in-process and keeps there is never pickled (a first run pays nothing
+    for workers it does not use); one it moves is, once."""
+    import parpass.parallel.executor as executor_mod
+    from parpass.parallel import default_executor
+
+    packed: list[int] = []
+    pack = executor_mod.pack_passes
+
+    def spy(passes):  # type: ignore[no-untyped-def]
+        packed.append(len(passes))
+        return pack(passes)
+
+    monkeypatch.setattr(executor_mod, "pack_passes", spy)
+    default_executor.forget()
+    with PassContext(config={"parpass.num_workers": 2}):
+        count_bindings(small_module)
+    assert not history[-1].parallel and packed == []
+    _probe_moves_at_once(monkeypatch)
+    with PassContext(config={"parpass.num_workers": 2}):
+        count_bindings(small_module)
+    assert history[-1].parallel and packed == [1]
+
+
+def test_an_unpicklable_chain_the_probe_would_move_stays_in_process_with_one_warning(
+    small_module: IRModule, monkeypatch: pytest.MonkeyPatch, history
+) -> None:  # type: ignore[no-untyped-def]
+    holds_lock = _unpicklable_pass()
+    chain = Sequential([holds_lock, count_bindings])
+    with parallel_ctx(1):
+        serial = module_bytes(chain(small_module))
+    _probe_moves_at_once(monkeypatch)
+    with warnings.catch_warnings(record=True) as caught, PassContext(config={"parpass.num_workers": 2}):
+        warnings.simplefilter("always")
+        out = chain(small_module)
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1 and "HoldsLock" in messages[0] and "cannot be sent to worker processes" in messages[0]
+    assert module_bytes(out) == serial
+    assert not any(w.parallel for w in history)
 
 
 def test_strict_turns_an_unpicklable_pass_into_an_error(small_module: IRModule) -> None:
