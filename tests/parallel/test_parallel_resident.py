@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -226,6 +227,23 @@ def test_the_largest_cache_bound_works() -> None:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # 3. workers that die holding resident functions
+
+
+def test_cycles_a_pass_leaves_in_a_worker_are_collected_once_it_is_idle(tmp_path: Path, history) -> None:  # type: ignore[no-untyped-def]
+    """A worker keeps what its chunks built out of the collector's scans (a collection walked the resident
+    IR while the parent waited), so the cyclic garbage a pass leaves there is collected when it is idle."""
+    from ptest_passes import LeavesCycles
+
+    mod = random_module(num_functions=30, num_prim_funcs=0, size=4, seed=4)
+    leaves = LeavesCycles(directory=str(tmp_path))
+    expected = len(leaves.targets(mod))
+    with parallel_ctx(2):
+        leaves(mod)
+    assert history[-1].parallel and expected > 20
+    deadline = time.monotonic() + 60  # not a speed limit: the worker collects after half a second idle
+    while len(list(tmp_path.iterdir())) < expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(list(tmp_path.iterdir())) == expected
 
 
 def test_a_worker_killed_between_two_waves_loses_nothing(history, scratch: Path) -> None:  # type: ignore[no-untyped-def]
