@@ -155,6 +155,29 @@ def test_the_second_round_of_a_pipeline_decodes_only_what_was_stolen(history) ->
     assert sum(w.hits for w in no_lookups) > 0
 
 
+def test_a_worker_finds_a_function_it_holds_even_when_the_parent_does_not_know_its_digest(history) -> None:  # type: ignore[no-untyped-def]
+    """The same module read again from bytes: the parent knows no digest, the workers still hold what they
+    decoded the first time, and find it by digesting the bytes (where they used to decode them again)."""
+    from parpass.ir.serialization import from_bytes, to_bytes
+
+    data = to_bytes(_module(seed=9, functions=60))
+    with parallel_ctx(1):
+        expected = module_bytes(count_bindings(from_bytes(data)))
+    outputs, waves = [], []
+    for _ in range(2):
+        fresh = from_bytes(data)
+        assert isinstance(fresh, IRModule)
+        with parallel_ctx(2):
+            outputs.append(module_bytes(count_bindings(fresh)))
+        waves.append(history[-1])
+    assert outputs == [expected, expected]
+    first, second = waves
+    assert first.parallel and second.parallel and first.functions == second.functions
+    assert second.hits + second.misses == second.functions
+    assert second.misses <= second.stolen + first.stolen  # the same hand-out, but for what was stolen either time
+    assert second.hits > first.hits
+
+
 @module_pass(opt_level=0, name="DropEveryOther")
 def _drop_every_other(mod: IRModule, ctx: PassContext) -> IRModule:
     """Removes every other Function (in the parent): the next wave's targets are a subset, shuffled in size order."""
