@@ -395,12 +395,14 @@ class ParallelExecutor:
         known = self.cost.estimates(names, int(total), cfg.num_workers)[0] / max(total, 1.0)
         chain_rate = max(rate * len(names), known) if self.cost.knows(names) else rate * len(names)
         left = max(total - done, 0.0)
-        inline = chain_rate * left
-        parallel = self.cost.measured_parallel(names, left)
+        # Moving leaves to the workers the whole chain on the functions not reached yet, and its later passes
+        # on those the first pass ran on here (they take up from its results): in bytes of whole-chain work,
+        rest = left + done * (len(names) - 1) / len(names)
+        inline = chain_rate * rest
+        parallel = self.cost.measured_parallel(names, rest)
         if parallel is None:
-            parallel = (
-                self.cost.overhead + self.cost.ship_rate * left + _WORKER_FACTOR * chain_rate * left / cfg.num_workers
-            )
+            shipped = self.cost.ship_rate * (left + done if len(names) > 1 else left)
+            parallel = self.cost.overhead + shipped + _WORKER_FACTOR * inline / cfg.num_workers
         return inline, parallel
 
     def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> tuple[int, int]:

@@ -401,6 +401,22 @@ def test_a_whole_wave_in_workers_is_measured_for_the_next_decision(history) -> N
     assert measured is not None and 0 < measured < history[-1].wall + default_executor.cost.overhead
 
 
+def test_a_probe_counts_the_later_passes_on_what_its_first_pass_already_ran() -> None:
+    """A chain whose first pass is nearly done here still has its later passes to run on every function:
+    moving the rest to workers moves those too (they take up from the first pass's results)."""
+    from parpass.parallel.config import ParallelConfig
+    from parpass.parallel.executor import ParallelExecutor
+
+    executor = ParallelExecutor()
+    cfg = ParallelConfig.of(PassContext(config={"parpass.num_workers": 2}))
+    # the first pass: 0.09 s on 900 of 1000 bytes, so 1e-4 s a byte and a pass
+    inline, parallel = executor._rest(("A", "B", "C"), 0.09, 900.0, 1000.0, cfg)
+    assert inline == pytest.approx(1e-4 * (100 * 3 + 900 * 2))  # not just the 100 bytes the first pass has left
+    assert parallel < inline
+    alone, _ = executor._rest(("A",), 0.09, 900.0, 1000.0, cfg)
+    assert alone == pytest.approx(1e-4 * 100)
+
+
 def test_auto_keeps_a_small_module_in_process(history) -> None:  # type: ignore[no-untyped-def]
     small = random_module(num_functions=6, num_prim_funcs=0, size=4, seed=1)
     with PassContext(config={"parpass.num_workers": 2}):
