@@ -170,7 +170,8 @@ class ParallelExecutor:
         return out
 
     def _segments(self, passes: Sequence[FunctionLevelPass]) -> list[list[FunctionLevelPass]]:
-        """The chain cut before every pass seen looking up functions an earlier pass of a fused wave changes.
+        """The chain cut before every pass seen looking up functions an earlier pass of a fused wave changes,
+        or saying it does (:attr:`~parpass.transform.passes.FunctionLevelPass.reads_other_functions`).
 
         In a fused wave, such a lookup makes the worker run the earlier passes on
         the looked-up function again (the result is the same, the work is not
@@ -178,7 +179,7 @@ class ParallelExecutor:
         """
         segments: list[list[FunctionLevelPass]] = [[]]
         for index, p in enumerate(passes):
-            if index and p.info.name in self._looks_up:
+            if index and (p.reads_other_functions or p.info.name in self._looks_up):
                 segments.append([])
             segments[-1].append(p)
         return segments

@@ -200,6 +200,7 @@ class DeadCodeElimination(FunctionTransform):
     """
 
     name: ClassVar[str] = "DeadCodeElimination"
+    reads_other_functions: ClassVar[bool] = True  # whether its callees are pure
     opt_level: ClassVar[int] = 1
 
     _purity: ModuleMemo[_FunctionPurity] = field(

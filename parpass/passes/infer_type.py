@@ -456,6 +456,7 @@ class InferType(FunctionTransform):
     """
 
     name: ClassVar[str] = "InferType"
+    reads_other_functions: ClassVar[bool] = True  # its callees' signatures
     opt_level: ClassVar[int] = 0
 
     _signatures: ModuleMemo[_Signatures] = field(

@@ -21,7 +21,8 @@ TVM's decorator forms (:func:`~parpass.transform.function_pass` and its siblings
 stay as they are; both forms make the same kind of pass.
 
 A class without a ``name`` of its own is not registered (a base for other passes).
-``required`` (a tuple of pass names) and ``traceable`` are class variables too.
+``required`` (a tuple of pass names) and ``traceable`` are class variables too, and so is a
+function-level pass's ``reads_other_functions`` hint (see :class:`~parpass.transform.passes.FunctionLevelPass`).
 """
 
 from __future__ import annotations

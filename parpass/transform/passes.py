@@ -263,6 +263,11 @@ class FunctionLevelPass(Pass):
     """
 
     func_kind: ClassVar[type[BaseFunc]] = BaseFunc
+    #: A hint that the pass looks up other functions of the module it is given (a callee's signature, say).
+    #: A parallel executor does not fuse such a pass into one wave with passes before it that change those
+    #: functions (each worker would run them again on what it looks up); it learns this anyway from a first
+    #: run, so the hint only spares the first run that cost. It never changes what the pass computes.
+    reads_other_functions: ClassVar[bool] = False
     _kind = "Function-level"
 
     def __init__(self, pass_func: Callable[[Any, IRModule, PassContext], Any], info: PassInfo) -> None:

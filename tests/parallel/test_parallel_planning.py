@@ -17,14 +17,14 @@ from parallel_support import leftovers, module_bytes, parallel_ctx
 from ptest_passes import chatty, count_bindings, keep_even
 
 import parpass.parallel.cost as cost_mod
-from parpass.ir import IRModule
+from parpass.ir import IRModule, to_bytes
 from parpass.ir.node import BaseFunc
 from parpass.parallel import get_backend
 from parpass.parallel.cost import CostModel
 from parpass.parallel.resident import DIGEST_SIZE, ResidentCache, digest_of
 from parpass.parallel.schedule import MIN_CHUNK_SHARE, Dispatcher
 from parpass.testing import random_module
-from parpass.transform import PassContext
+from parpass.transform import PassContext, Sequential
 
 # ---------------------------------------------------------------------------------------------------------------------
 # who runs what: the Dispatcher
@@ -417,6 +417,26 @@ def test_a_probe_counts_the_later_passes_on_what_its_first_pass_already_ran() ->
     assert alone == pytest.approx(1e-4 * 100)
 
 
+def test_a_pass_that_says_it_reads_other_functions_gets_a_wave_of_its_own_from_the_first_run(history) -> None:  # type: ignore[no-untyped-def]
+    """DeadCodeElimination reads whether its callees are pure: fused after a pass that changes them, every
+    worker would run that pass again on the callees it looks up. It says so, so the first run, before the
+    executor has seen a lookup, already cuts the chain."""
+    from parpass.parallel import default_executor
+    from parpass.passes import CanonicalizeBindings, DeadCodeElimination
+
+    chain = Sequential([CanonicalizeBindings(), DeadCodeElimination()])
+    mod = random_module(num_functions=40, num_prim_funcs=0, size=8, seed=5)
+    with PassContext(config={"parpass.num_workers": 1}):
+        expected = to_bytes(chain(mod))
+    default_executor.forget()  # nothing learned: no lookup seen yet
+    history.clear()
+    with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
+        out = chain(mod)
+    assert to_bytes(out) == expected
+    assert [w.passes for w in history if w.parallel] == [("CanonicalizeBindings",), ("DeadCodeElimination",)]
+    assert DeadCodeElimination.reads_other_functions and not CanonicalizeBindings.reads_other_functions
+
+
 def test_auto_keeps_a_small_module_in_process(history) -> None:  # type: ignore[no-untyped-def]
     small = random_module(num_functions=6, num_prim_funcs=0, size=4, seed=1)
     with PassContext(config={"parpass.num_workers": 2}):
@@ -436,7 +456,7 @@ sys.path.insert(0, {here!r})
 from parpass.parallel import get_backend
 from parpass.passes import default_pipeline
 from parpass.testing import random_module
-from parpass.transform import PassContext
+from parpass.transform import PassContext, Sequential
 
 with PassContext(config={{"parpass.num_workers": 2}}):
     default_pipeline()(random_module(num_functions=20, num_prim_funcs=4, size=6, seed=3))
