@@ -11,10 +11,17 @@ last event replayed: it counts what a model of the workers would miss (the
 decoding and encoding there, the end of the wave, and above all a machine
 whose other programs leave the workers less than a core each). A chain not
 measured so is estimated as a round trip plus its work divided among the
-workers. A pass never measured is estimated at a deliberately high default
-rate, so big modules start parallel and small ones in-process. A chain kept
-in-process on its measured parallel time is tried in workers again now and
-then, so that a load that went away does not keep it in-process for good.
+workers. Where the data lies counts on both sides: in-process, the functions
+an earlier wave left as bytes are decoded first; in workers, the functions
+held only decoded here (an earlier pass ran here) are encoded here and decoded
+there first. A wave's measured time is recorded without those (what the parent
+spent encoding, and the workers' decoding of what they did not hold), and the
+estimate adds them back for the data as it lies now, so that a chain measured
+on resident IR is not judged by it when its input was just built here. A pass
+never measured is estimated at a deliberately high default rate, so big
+modules start parallel and small ones in-process. A chain kept in-process on
+its measured parallel time is tried in workers again now and then, so that a
+load that went away does not keep it in-process for good.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ DEFAULT_OVERHEAD = 4e-3
 DEFAULT_SHIP_RATE = 1e-9
 #: Seconds per byte to decode a function held as bytes, assumed before measured (~100 ms for 7 MB).
 DEFAULT_DECODE_RATE = 14e-9
+#: Seconds per byte to encode a function held only decoded, assumed before measured (~9 us for 2.4 kB).
+DEFAULT_ENCODE_RATE = 4e-9
 #: Smoothing of the running estimates (weight of the newest measurement).
 _ALPHA = 0.5
 #: Waves whose overhead the estimate is the median of.
@@ -63,6 +72,7 @@ class CostModel:
         self._overheads: list[float] = []
         self.ship_rate = DEFAULT_SHIP_RATE
         self.decode_rate = DEFAULT_DECODE_RATE
+        self.encode_rate = DEFAULT_ENCODE_RATE
         self._lock = threading.Lock()
 
     @staticmethod
@@ -82,15 +92,23 @@ class CostModel:
             with self._lock:
                 self.decode_rate = (1 - _ALPHA) * self.decode_rate + _ALPHA * seconds / nbytes
 
+    def record_encode(self, seconds: float, nbytes: int) -> None:
+        """Encoding ``nbytes`` of functions held only decoded took ``seconds`` in this process."""
+        if nbytes > 0:
+            with self._lock:
+                self.encode_rate = (1 - _ALPHA) * self.encode_rate + _ALPHA * seconds / nbytes
+
     def record_workers(self, chain: Sequence[str], busy: float, nbytes: int) -> None:
         """The chain kept the workers busy ``busy`` seconds in all on ``nbytes`` of IR."""
         if nbytes > 0:
             with self._lock:
                 self._fold(self._worker, tuple(chain), busy / nbytes)
 
-    def record_parallel(self, chain: Sequence[str], wall: float, nbytes: int) -> None:
-        """A parallel wave of the chain on ``nbytes`` of IR took ``wall`` seconds in the caller, all in
-        (shipping, the workers' decoding and encoding, waiting, merging, replaying; not starting the workers)."""
+    def record_parallel(self, chain: Sequence[str], wall: float, nbytes: int, workers: int, missed: int = 0) -> None:
+        """A parallel wave of the chain on ``nbytes`` of IR took ``wall`` seconds in the caller (shipping,
+        the workers' work, waiting, merging, replaying; not starting the workers nor encoding here what was
+        held only decoded), its ``workers`` decoding ``missed`` bytes they did not hold (taken out here too)."""
+        wall -= self.decode_rate * missed / max(workers, 1)
         if nbytes > 0:
             with self._lock:
                 samples = self._parallel.setdefault(tuple(chain), [])
@@ -124,10 +142,13 @@ class CostModel:
         with self._lock:
             return key in self._inline or key in self._worker
 
-    def estimates(self, chain: Sequence[str], nbytes: int, workers: int, encoded: int = 0) -> tuple[float, float]:
+    def estimates(
+        self, chain: Sequence[str], nbytes: int, workers: int, encoded: int = 0, unencoded: int = 0
+    ) -> tuple[float, float]:
         """Estimated (in-process seconds, parallel seconds) of the chain on ``nbytes`` of IR.
 
         ``encoded`` bytes of it are functions held only as bytes: in-process, they are decoded first.
+        ``unencoded`` bytes are functions held only decoded: in workers, they are encoded here and decoded there.
         """
         key = tuple(chain)
         with self._lock:
@@ -140,13 +161,14 @@ class CostModel:
         parallel = self.measured_parallel(key, nbytes)
         if parallel is None:
             parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / max(workers, 1)
+        parallel += (self.encode_rate + self.decode_rate / max(workers, 1)) * unencoded
         return inline_rate * nbytes + self.decode_rate * encoded, parallel
 
     def should_parallelize(
-        self, chain: Sequence[str], nbytes: int, workers: int, inline_below: float, encoded: int = 0
+        self, chain: Sequence[str], nbytes: int, workers: int, inline_below: float, encoded: int = 0, unencoded: int = 0
     ) -> bool:
         """The automatic decision: workers only when they are expected to win (see :meth:`estimates`)."""
-        inline, parallel = self.estimates(chain, nbytes, workers, encoded)
+        inline, parallel = self.estimates(chain, nbytes, workers, encoded, unencoded)
         if inline_below >= 0:
             return inline >= inline_below
         key = tuple(chain)

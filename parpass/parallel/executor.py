@@ -202,11 +202,14 @@ class ParallelExecutor:
         pickled = self._pack(passes, names, cfg) if cfg.strict else None
         auto = cfg.mode == "auto" and cfg.timeout <= 0  # only a worker can be stopped at a timeout: ship then
         known = False
+        unencoded = 0
         if auto:
             # Decide on the amount of IR without encoding anything just to measure it.
-            estimate, encoded = self._estimated_bytes(mod, targets)
+            estimate, encoded, unencoded = self._estimated_bytes(mod, targets)
             known = self.cost.knows(names)
-            if known and not self.cost.should_parallelize(names, estimate, cfg.num_workers, cfg.inline_below, encoded):
+            if known and not self.cost.should_parallelize(
+                names, estimate, cfg.num_workers, cfg.inline_below, encoded, unencoded
+            ):
                 reason = "estimated faster in-process"
                 return self._run_inline(passes, mod, ctx, observer, names, reason, estimate, targets)
         probing = auto and (not known or not backend_mod.get_backend().ready(cfg.num_workers))
@@ -225,7 +228,7 @@ class ParallelExecutor:
             pickled = probe.pickled
         assert pickled is not None
         with _collection_paused():
-            shipped = _shipped(mod, names, table)
+            shipped = _shipped(mod, names, table, unencoded)
         self._bytes_per_function = sum(shipped.sizes) / len(shipped.sizes)
         return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, shipped, probe)
 
@@ -406,19 +409,21 @@ class ParallelExecutor:
             parallel = self.cost.overhead + shipped + _WORKER_FACTOR * inline / cfg.num_workers
         return inline, parallel
 
-    def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> tuple[int, int]:
+    def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> tuple[int, int, int]:
         """Encoded size of ``targets`` (the held bytes where there are some, else the average seen so far),
-        and the size of those held only as bytes, which an in-process run must decode first."""
-        total = encoded = 0
+        the size of those held only as bytes, which an in-process run must decode first, and of those held
+        only decoded, which a parallel run must encode first (and its workers decode)."""
+        total = encoded = unencoded = 0
         for name in targets:
             size = mod.cached_size(name)
             if size is None:
                 total += int(self._bytes_per_function)
+                unencoded += int(self._bytes_per_function)
             else:
                 total += size
                 if not mod.is_decoded(name):
                     encoded += size
-        return total, encoded
+        return total, encoded, unencoded
 
     def _run_inline(
         self,
@@ -517,7 +522,11 @@ class ParallelExecutor:
                 out = self._merge(run, mod, shipped.heads, probe, wave)
             self._replay_and_raise(results, passes, all_names, mod, ctx, cfg, observer)
             if probe is None:  # a whole wave in workers: what it took, load included, decides the next
-                self.cost.record_parallel(names, time.perf_counter() - start + shipped.seconds - starting, nbytes)
+                taken = time.perf_counter() - start + shipped.seconds - shipped.encode_seconds - starting
+                missed = sum(r.misses for r in results) * nbytes // max(len(indices), 1)
+                self.cost.record_parallel(names, taken, nbytes, cfg.num_workers, missed)
+            if shipped.unencoded:
+                self.cost.record_encode(shipped.encode_seconds, shipped.unencoded)
         finally:
             end = time.perf_counter()
             self.cost.record_workers(names, busy, nbytes)
@@ -947,6 +956,9 @@ class _Shipped(NamedTuple):
     sizes: list[int]
     total: int
     seconds: float
+    #: of ``seconds``, reading the columns: mostly encoding the ``unencoded`` bytes held only decoded
+    encode_seconds: float
+    unencoded: int
 
 
 class _Probe:
@@ -1148,9 +1160,9 @@ def _inline_reason(ctx: PassContext, cfg: ParallelConfig, names: tuple[str, ...]
     return reason
 
 
-def _shipped(mod: IRModule, names: tuple[str, ...], table: _Table) -> _Shipped:
+def _shipped(mod: IRModule, names: tuple[str, ...], table: _Table, unencoded: int) -> _Shipped:
     """What a wave of the chain ``names`` on the targets of ``table`` ships, read from ``mod`` (encoding what
-    is held decoded)."""
+    is held decoded: ``unencoded`` bytes, as estimated)."""
     t0 = time.perf_counter()
     try:
         every, digests, locations = mod.encoded_columns()
@@ -1159,8 +1171,19 @@ def _shipped(mod: IRModule, names: tuple[str, ...], table: _Table) -> _Shipped:
             _encoded(mod, name, names)
         raise
     sizes = list(map(every.__getitem__, table.indices))
-    seconds = table.seconds + time.perf_counter() - t0
-    return _Shipped(table.names, table.heads, digests, locations, table.indices, sizes, sum(every), seconds)
+    read = time.perf_counter() - t0
+    return _Shipped(
+        table.names,
+        table.heads,
+        digests,
+        locations,
+        table.indices,
+        sizes,
+        sum(every),
+        table.seconds + read,
+        read,
+        unencoded,
+    )
 
 
 def _encoded(mod: IRModule, name: str, names: tuple[str, ...]) -> bytes | memoryview:

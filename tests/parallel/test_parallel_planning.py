@@ -358,7 +358,7 @@ def test_a_chain_s_measured_parallel_time_overrides_the_model_of_its_workers() -
     model.record_workers(["P"], 0.120, 1_000_000)  # the model: ~60 ms on 2 workers, against 100 ms here
     assert model.should_parallelize(["P"], 1_000_000, 2, -1.0)
     for _ in range(2):
-        model.record_parallel(["P"], 0.160, 1_000_000)  # what the waves took in the caller
+        model.record_parallel(["P"], 0.160, 1_000_000, 2)  # what the waves took in the caller
     assert model.measured_parallel(["P"], 1_000_000) == pytest.approx(0.160)
     assert model.measured_parallel(["P"], 500_000) == pytest.approx(model.overhead + (0.160 - model.overhead) / 2)
     assert not model.should_parallelize(["P"], 1_000_000, 2, -1.0)
@@ -369,8 +369,29 @@ def test_one_slow_parallel_wave_does_not_keep_a_chain_in_process() -> None:
     model = CostModel()
     model.record_inline(["P"], 0.100, 1_000_000)
     for wall in (0.060, 0.062, 0.500):  # the last one: another program took the cores for a moment
-        model.record_parallel(["P"], wall, 1_000_000)
+        model.record_parallel(["P"], wall, 1_000_000, 2)
     assert model.should_parallelize(["P"], 1_000_000, 2, -1.0)
+
+
+def test_where_the_data_lies_counts_on_the_parallel_side_too() -> None:
+    """A chain measured in workers on IR they held: when its input was just built here (an earlier pass ran
+    in-process), shipping it means encoding it here and decoding it there, which the measure did not pay."""
+    model = CostModel()
+    model.record_inline(["Light"], 0.060, 1_000_000)
+    for _ in range(2):
+        model.record_parallel(["Light"], 0.052, 1_000_000, 2)  # resident: nothing decoded in the workers
+    assert model.should_parallelize(["Light"], 1_000_000, 2, -1.0)
+    assert not model.should_parallelize(["Light"], 1_000_000, 2, -1.0, unencoded=1_000_000)  # + ~4 + ~7 ms
+    _, before = model.estimates(["Light"], 1_000_000, 2, unencoded=1_000_000)
+    model.record_encode(0.001, 1_000_000)  # this machine encodes faster than assumed
+    assert model.estimates(["Light"], 1_000_000, 2, unencoded=1_000_000)[1] < before
+
+
+def test_a_parallel_wave_is_recorded_without_the_decoding_of_what_the_workers_did_not_hold() -> None:
+    resident, cold = CostModel(), CostModel()
+    resident.record_parallel(["P"], 0.050, 1_000_000, 2)
+    cold.record_parallel(["P"], 0.050 + cold.decode_rate * 1_000_000 / 2, 1_000_000, 2, missed=1_000_000)
+    assert cold.measured_parallel(["P"], 1_000_000) == pytest.approx(resident.measured_parallel(["P"], 1_000_000))
 
 
 def test_a_chain_kept_in_process_by_its_parallel_time_is_tried_in_workers_again() -> None:
@@ -380,13 +401,13 @@ def test_a_chain_kept_in_process_by_its_parallel_time_is_tried_in_workers_again(
     model.record_inline(["P"], 0.100, 1_000_000)
     model.record_inline(["Far"], 0.100, 1_000_000)
     for _ in range(3):
-        model.record_parallel(["P"], 0.150, 1_000_000)
-        model.record_parallel(["Far"], 0.500, 1_000_000)
+        model.record_parallel(["P"], 0.150, 1_000_000, 2)
+        model.record_parallel(["Far"], 0.500, 1_000_000, 2)
     decisions = [model.should_parallelize(["P"], 1_000_000, 2, -1.0) for _ in range(2 * cost_mod._RETRY_AFTER)]
     assert decisions.count(True) == 2 and decisions[cost_mod._RETRY_AFTER - 1] and decisions[-1]
     assert not any(model.should_parallelize(["Far"], 1_000_000, 2, -1.0) for _ in range(3 * cost_mod._RETRY_AFTER))
     for _ in range(2):  # the load went away: the tries measured it
-        model.record_parallel(["P"], 0.060, 1_000_000)
+        model.record_parallel(["P"], 0.060, 1_000_000, 2)
     assert model.should_parallelize(["P"], 1_000_000, 2, -1.0)
 
 
