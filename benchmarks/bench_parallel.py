@@ -148,8 +148,9 @@ def dataflow_pipeline() -> Pass:
     """The dataflow passes of the default pipeline; InferType and DeadCodeElimination read their callees.
 
     In a fused wave, a later pass that reads other functions makes each worker
-    run the earlier passes on them again; the executor learns this and ships
-    such passes in waves of their own, which costs a round trip each.
+    run the earlier passes on them again; the executor ships such passes in
+    waves of their own (it learns this, and InferType and DeadCodeElimination
+    say so: ``reads_other_functions``), which costs a round trip each.
     """
     from parpass import passes
 

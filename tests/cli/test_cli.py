@@ -408,8 +408,8 @@ def test_opt_print_ir_after_all_and_levels(files: Path, run_main) -> None:  # ty
 
 
 def test_opt_time_passes_runs_fused_and_reports_wall_and_cpu(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
-    """The timing instrument reads no module: on workers the pipeline still runs as one wave, the output is
-    the same, and every pass has a wall and a CPU figure."""
+    """The timing instrument reads no module: on workers the pipeline still runs fused (cut only before a
+    pass that reads other functions), the output is the same, and every pass has a wall and a CPU figure."""
     from parpass.parallel import default_executor
 
     default_executor.forget()
@@ -417,7 +417,12 @@ def test_opt_time_passes_runs_fused_and_reports_wall_and_cpu(files: Path, run_ma
     timed = run_main(*args, "-o", "timed.msgpack", "--time-passes", cwd=files)
     assert timed.returncode == 0, timed.stderr
     waves = list(default_executor.history)
-    assert [(w.passes, w.parallel) for w in waves] == [(tuple(SPEC.split(",")), True)]
+    # fused, but for the cut before DeadCodeElimination, which reads its callees (reads_other_functions)
+    assert SPEC == "InferType,FoldConstant,DeadCodeElimination"
+    assert [(w.passes, w.parallel) for w in waves] == [
+        (("InferType", "FoldConstant"), True),
+        (("DeadCodeElimination",), True),
+    ]
     plain = run_main(*args, "-o", "plain.msgpack", cwd=files)
     assert plain.returncode == 0 and plain.stderr == ""
     assert (files / "timed.msgpack").read_bytes() == (files / "plain.msgpack").read_bytes()
