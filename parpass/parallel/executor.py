@@ -494,10 +494,10 @@ class ParallelExecutor:
         starting = 0.0  # waiting for the workers to start: not what the wave costs once they run
         for _ in range(_RETRIES + 1):
             try:
-                asked = time.perf_counter()
+                asked_at = time.perf_counter()
                 with backend.crew(cfg.num_workers) as crew, _collection_paused():
                     began = time.perf_counter()
-                    starting += began - asked
+                    starting += began - asked_at
                     run = self._attempt(crew, wave, indices, sizes, cfg, names, mod, ctx, passes)
                     waited = time.perf_counter() - began
                 break

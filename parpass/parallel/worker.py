@@ -334,9 +334,9 @@ def _wait_for_work(conn: Connection, idle: float) -> bool:
     hurry for: it collects then the cyclic garbage its chunks left frozen (see
     :func:`run_chunk`).
     """
+    global _froze
     if conn.poll(min(_COLLECT_AFTER, idle)):
         return True
-    global _froze
     if _froze:
         _froze = False
         gc.unfreeze()
