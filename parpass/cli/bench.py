@@ -129,6 +129,13 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--plot", metavar="FILE.png", help="draw the speedups to an image (needs matplotlib)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it shows only on a terminal)")
     parser.add_argument(
+        "--new-module-each-run",
+        action="store_true",
+        help="time each repeat on a module of its own (--seed + 1000 + the repeat's index; same sizes), so that "
+        "no worker holds it from a run before, as when a compiler runs once on a new module; by default every "
+        "run reads the same module's bytes again",
+    )
+    parser.add_argument(
         "--no-ceiling",
         action="store_true",
         help="do not measure the machine headroom and the pipeline's own ceiling (quicker; the speedups "
@@ -241,6 +248,14 @@ def _plan(args: argparse.Namespace) -> _Plan:
     )
 
 
+def _module_bytes(args: argparse.Namespace, seed: int) -> bytes:
+    """The bytes of a module of the sizes asked for, from ``seed``."""
+    from parpass.ir.serialization import to_bytes
+
+    data: bytes = to_bytes(make_module(argparse.Namespace(**{**vars(args), "seed": seed})))
+    return data
+
+
 def _pipeline(args: argparse.Namespace) -> tuple[Pass, str]:
     """The pipeline to time and what the header calls it."""
     if args.pipeline is not None:
@@ -257,7 +272,9 @@ def _header(args: argparse.Namespace, plan: _Plan) -> str:
         f"seed={args.seed}): {plan.num_funcs} functions ({plan.kinds}), {len(plan.data) / 1e6:.1f} MB of IR\n"
         f"pipeline: {plan.label}{spec}\n"
         f"usable cores: {plan.cores}; worker counts: {', '.join(map(str, plan.counts))}; "
-        f"repeat: {args.repeat}{' (median)' if args.repeat > 1 else ''}\n\n"
+        f"repeat: {args.repeat}{' (median)' if args.repeat > 1 else ''}"
+        f"{'; a new module each repeat (seeds from ' + str(args.seed + 1000) + ')' if args.new_module_each_run else ''}"
+        "\n\n"
     )
 
 
@@ -315,6 +332,8 @@ def _measure(args: argparse.Namespace, plan: _Plan, bench: Bench, machine: _Mach
         bar.set_label("measuring the machine")
         _start_ceiling(args, plan, machine)
         for r in range(args.repeat):
+            if args.new_module_each_run:
+                bench.renew(_module_bytes(args, args.seed + 1000 + r))
             for c in configs:
                 where = "in-process" if c == 1 else f"{c} workers"
                 rep = f" run {r + 1}/{args.repeat}" if args.repeat > 1 else ""
@@ -357,6 +376,7 @@ def _figures(args: argparse.Namespace, plan: _Plan, runs: list[Run], summary: di
             "prim_funcs": plan.prim_funcs,
             "size": args.size,
             "seed": args.seed,
+            "new_module_each_run": args.new_module_each_run,
             "num_functions": plan.num_funcs,
             "bytes": len(plan.data),
         },

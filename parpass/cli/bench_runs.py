@@ -129,6 +129,12 @@ class Bench:
         self.reference: bytes | None = None
         self.reference_statistics: dict[str, dict[str, int]] | None = None
 
+    def renew(self, data: bytes) -> None:
+        """Time the next runs on the module ``data`` (its first run is the reference the others must equal)."""
+        self.data = data
+        self.reference = None
+        self.reference_statistics = None
+
     def context(self, workers: int, instruments: Sequence[PassInstrument], **extra: Any) -> Any:
         config = dict(self.config)
         config["parpass.num_workers"] = workers

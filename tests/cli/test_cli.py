@@ -527,6 +527,26 @@ def test_bench_interleaves_its_runs_and_can_skip_the_ceiling(tmp_path: Path) -> 
     assert figures["summary"]["machine"]["ceiling"] == {}
 
 
+def test_bench_can_time_each_repeat_on_a_new_module(tmp_path: Path) -> None:
+    """By default every repeat reads the same module's bytes, and the workers find what they decoded the
+    repeat before; with --new-module-each-run they hold nothing of the next module, and each repeat's
+    outputs are still checked against that repeat's in-process run."""
+    common = ("--functions", "16", "--repeat", "2", "--workers", "2", "--pipeline", "InferType", "--no-ceiling")
+    second_waves = {}
+    for flag in ((), ("--new-module-each-run",)):
+        proc = parpass("bench", *common, "--config", "parpass.parallel=always", *flag, "--json", "b.json", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert ("a new module each repeat (seeds from 1000)" in proc.stdout) == bool(flag)
+        figures = json.loads((tmp_path / "b.json").read_text())
+        assert figures["module"]["new_module_each_run"] == bool(flag)
+        assert [run["workers"] for run in figures["runs"]] == [1, 2, 1, 2]
+        (wave,) = figures["runs"][3]["waves"]  # the second repeat's run on workers, pass by pass
+        assert wave["parallel"]
+        second_waves[bool(flag)] = wave
+    assert second_waves[False]["hits"] > second_waves[False]["misses"]  # held from the repeat before
+    assert second_waves[True]["hits"] < second_waves[True]["misses"]  # a module no worker has seen
+
+
 def test_bench_reads_each_total_against_the_ceiling() -> None:
     from parpass.cli.bench_report import render_machine
 
