@@ -131,9 +131,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--new-module-each-run",
         action="store_true",
-        help="time each repeat on a module of its own (--seed + 1000 + the repeat's index; same sizes), so that "
-        "no worker holds it from a run before, as when a compiler runs once on a new module; by default every "
-        "run reads the same module's bytes again",
+        help="time each repeat's three ways (pass by pass, fused with the timing instrument, fused) on a module "
+        "of their own (seeds from --seed + 1000; same sizes), in-process and on workers alike, so that no worker "
+        "holds it from a run before, as when a compiler runs once on a new module; by default every run reads "
+        "the same module's bytes again",
     )
     parser.add_argument(
         "--no-ceiling",
@@ -248,6 +249,12 @@ def _plan(args: argparse.Namespace) -> _Plan:
     )
 
 
+def _fresh_note(args: argparse.Namespace) -> str:
+    if not args.new_module_each_run:
+        return ""
+    return f"; a new module for each way of each repeat (seeds from {args.seed + 1000})"
+
+
 def _module_bytes(args: argparse.Namespace, seed: int) -> bytes:
     """The bytes of a module of the sizes asked for, from ``seed``."""
     from parpass.ir.serialization import to_bytes
@@ -273,8 +280,7 @@ def _header(args: argparse.Namespace, plan: _Plan) -> str:
         f"pipeline: {plan.label}{spec}\n"
         f"usable cores: {plan.cores}; worker counts: {', '.join(map(str, plan.counts))}; "
         f"repeat: {args.repeat}{' (median)' if args.repeat > 1 else ''}"
-        f"{'; a new module each repeat (seeds from ' + str(args.seed + 1000) + ')' if args.new_module_each_run else ''}"
-        "\n\n"
+        f"{_fresh_note(args)}\n\n"
     )
 
 
@@ -332,8 +338,8 @@ def _measure(args: argparse.Namespace, plan: _Plan, bench: Bench, machine: _Mach
         bar.set_label("measuring the machine")
         _start_ceiling(args, plan, machine)
         for r in range(args.repeat):
-            if args.new_module_each_run:
-                bench.renew(_module_bytes(args, args.seed + 1000 + r))
+            if args.new_module_each_run:  # one for each way a repeat runs the pipeline
+                bench.renew([_module_bytes(args, args.seed + 1000 + 3 * r + way) for way in range(3)])
             for c in configs:
                 where = "in-process" if c == 1 else f"{c} workers"
                 rep = f" run {r + 1}/{args.repeat}" if args.repeat > 1 else ""

@@ -122,17 +122,19 @@ class Bench:
 
     def __init__(self, pipeline: Pass, data: bytes, opt_level: int, config: dict[str, Any]) -> None:
         self.pipeline = pipeline
-        self.data = data
         self.opt_level = opt_level
         self.config = config
         self.seq_names = sequence_names(pipeline)
-        self.reference: bytes | None = None
+        #: the module each way runs on (the same one unless renewed) and, by module, the output of its first run
+        self.modules = [data, data, data]
+        self.references: dict[int, bytes] = {}
         self.reference_statistics: dict[str, dict[str, int]] | None = None
 
-    def renew(self, data: bytes) -> None:
-        """Time the next runs on the module ``data`` (its first run is the reference the others must equal)."""
-        self.data = data
-        self.reference = None
+    def renew(self, modules: Sequence[bytes]) -> None:
+        """Time the next runs of each of the three ways (pass by pass, fused with the timing instrument, fused)
+        on a module of its own, ``modules[way]``; the first run on each is the reference the others must equal."""
+        self.modules = list(modules)
+        self.references.clear()
         self.reference_statistics = None
 
     def context(self, workers: int, instruments: Sequence[PassInstrument], **extra: Any) -> Any:
@@ -151,14 +153,16 @@ class Bench:
             self.pipeline(mod)
 
     def _timed(
-        self, workers: int, instruments: list[PassInstrument], fuse: bool = True, count: bool = False
+        self, way: int, workers: int, instruments: list[PassInstrument], fuse: bool = True, count: bool = False
     ) -> tuple[float, list[dict[str, Any]], bool, dict[str, dict[str, int]]]:
-        """Wall time, executor waves, whether the output is byte-identical to the first run's (and, with
-        ``count``, the pass statistics equal to the first counted run's), and the statistics counted."""
+        """Wall time, executor waves, whether the output is byte-identical to the first run's on the same
+        module (and, with ``count``, the pass statistics equal to the first counted run's), and the statistics
+        counted; on the module of ``way`` (see :meth:`renew`)."""
         from parpass.ir.serialization import from_bytes, to_bytes
         from parpass.parallel import default_executor as executor
 
-        mod = from_bytes(self.data)  # a fresh module holding its functions as bytes, as if read from a file
+        source = self.modules[way]
+        mod = from_bytes(source)  # a fresh module holding its functions as bytes, as if read from a file
         assert isinstance(mod, IRModule)
         ctx = self.context(workers, instruments, **{FUSE_PASSES: fuse, PASS_STATISTICS: count})
         marker = executor.history[-1] if executor.history else None
@@ -168,9 +172,7 @@ class Bench:
         wall = time.perf_counter() - start
         waves = [_wave_dict(w) for w in _new_waves(marker)]
         data = to_bytes(out)
-        if self.reference is None:
-            self.reference = data
-        same = data == self.reference
+        same = data == self.references.setdefault(id(source), data)
         statistics = ctx.pass_statistics.as_dict()
         if count:
             if self.reference_statistics is None:
@@ -183,7 +185,7 @@ class Bench:
         then fused without instruments."""
         timing = PassTimingInstrument()
         instruments: list[PassInstrument] = [timing] if progress is None else [timing, progress]
-        wall, waves, same, statistics = self._timed(workers, instruments, fuse=False, count=True)
+        wall, waves, same, statistics = self._timed(0, workers, instruments, fuse=False, count=True)
         table = timing_rows(timing.timings, self.seq_names)
         rows = {key: seconds for key, _, seconds in table}
         depths = {key: depth for key, depth, _ in table}
@@ -191,11 +193,11 @@ class Bench:
         if bar is not None:
             bar.set_label(f"{where}: the pipeline fused, with the timing instrument")
         timed = PassTimingInstrument()
-        timed_wall, timed_waves, timed_same, _ = self._timed(workers, [timed])
+        timed_wall, timed_waves, timed_same, _ = self._timed(1, workers, [timed])
         timed_rows = {key: (node.wall, node.cpu) for key, _, node in timing_nodes(timed.timings, self.seq_names)}
         if bar is not None:
             bar.set_label(f"{where}: the pipeline without instruments")
-        fused_wall, fused_waves, fused_same, _ = self._timed(workers, [])
+        fused_wall, fused_waves, fused_same, _ = self._timed(2, workers, [])
         identical = same and timed_same and fused_same
         return Run(
             workers,

@@ -536,7 +536,7 @@ def test_bench_can_time_each_repeat_on_a_new_module(tmp_path: Path) -> None:
     for flag in ((), ("--new-module-each-run",)):
         proc = parpass("bench", *common, "--config", "parpass.parallel=always", *flag, "--json", "b.json", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
-        assert ("a new module each repeat (seeds from 1000)" in proc.stdout) == bool(flag)
+        assert ("a new module for each way of each repeat (seeds from 1000)" in proc.stdout) == bool(flag)
         figures = json.loads((tmp_path / "b.json").read_text())
         assert figures["module"]["new_module_each_run"] == bool(flag)
         assert [run["workers"] for run in figures["runs"]] == [1, 2, 1, 2]
