@@ -12,13 +12,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(__file__))  # workers import ptest_passes by reference
 
 from support import alive, wait_gone  # noqa: F401  (re-exported for the parallel tests)
 
 from parpass.instrument import PassInstrument
 from parpass.ir import IRModule, relax, structural_hash
-from parpass.parallel import default_executor as executor  # noqa: F401
+from parpass.parallel import default_executor as executor
 from parpass.parallel import get_backend
 from parpass.transform import Pass, PassContext, PassInfo, function_pass, module_pass
 
@@ -28,6 +30,19 @@ def parallel_ctx(workers: int = 2, **config: object) -> PassContext:
     cfg: dict[str, object] = {"parpass.num_workers": workers, "parpass.parallel": "always" if workers > 1 else "never"}
     cfg.update(config)
     return PassContext(config=cfg)
+
+
+def probe_moves_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """'auto' starts every chain it does not know in-process and finds at its first check that moving the
+    rest to the (started) workers pays."""
+    import parpass.parallel.executor as executor_mod
+
+    monkeypatch.setattr(executor_mod, "_PROBE_FIRST", 0.0)
+    monkeypatch.setattr(executor_mod, "_PROBE_EVERY", 0.0)
+    monkeypatch.setattr(executor_mod, "_PROBE_MIN_FUNCTIONS", 1)
+    monkeypatch.setattr(executor, "_worth_moving", lambda *args: True)
+    get_backend().warm(2)
+    executor.forget()
 
 
 def module_bytes(mod: IRModule) -> list[tuple[str, bytes]]:

@@ -222,7 +222,7 @@ class TagWith(FunctionTransform):
 
 
 class _Marks:
-    """Part of a reference cycle; writes a file named after its function when it is collected."""
+    """Part of a reference cycle; writes a file of its own name when it is collected."""
 
     def __init__(self, directory: str, name: str) -> None:
         self.path = os.path.join(directory, name)

@@ -6,7 +6,7 @@ import threading
 import warnings
 
 import pytest
-from parallel_support import leftovers, module_bytes, parallel_ctx
+from parallel_support import leftovers, module_bytes, parallel_ctx, probe_moves_at_once
 from ptest_passes import Boom, count_bindings, fails_on_some, raises_unpicklable
 
 from parpass.errors import PassShippingError, RemotePassError
@@ -79,19 +79,6 @@ def test_unpicklable_pass_runs_in_process_with_one_warning(small_module: IRModul
     assert module_bytes(first) == module_bytes(serial) == module_bytes(second)
 
 
-def _probe_moves_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """'auto' starts every chain in-process and finds at its first check that moving the rest pays."""
-    import parpass.parallel.executor as executor_mod
-    from parpass.parallel import default_executor, get_backend
-
-    monkeypatch.setattr(executor_mod, "_PROBE_FIRST", 0.0)
-    monkeypatch.setattr(executor_mod, "_PROBE_EVERY", 0.0)
-    monkeypatch.setattr(executor_mod, "_PROBE_MIN_FUNCTIONS", 1)
-    monkeypatch.setattr(default_executor, "_worth_moving", lambda *args: True)
-    get_backend().warm(2)
-    default_executor.forget()
-
-
 def test_auto_pickles_a_chain_only_when_it_moves_it_to_the_workers(
     small_module: IRModule, monkeypatch: pytest.MonkeyPatch, history
 ) -> None:  # type: ignore[no-untyped-def]
@@ -112,7 +99,7 @@ def test_auto_pickles_a_chain_only_when_it_moves_it_to_the_workers(
     with PassContext(config={"parpass.num_workers": 2}):
         count_bindings(small_module)
     assert not history[-1].parallel and packed == []
-    _probe_moves_at_once(monkeypatch)
+    probe_moves_at_once(monkeypatch)
     with PassContext(config={"parpass.num_workers": 2}):
         count_bindings(small_module)
     assert history[-1].parallel and packed == [1]
@@ -125,7 +112,7 @@ def test_an_unpicklable_chain_the_probe_would_move_stays_in_process_with_one_war
     chain = Sequential([holds_lock, count_bindings])
     with parallel_ctx(1):
         serial = module_bytes(chain(small_module))
-    _probe_moves_at_once(monkeypatch)
+    probe_moves_at_once(monkeypatch)
     with warnings.catch_warnings(record=True) as caught, PassContext(config={"parpass.num_workers": 2}):
         warnings.simplefilter("always")
         out = chain(small_module)

@@ -8,7 +8,7 @@ holds what. These tests check that each shortcut gives what the long way gives.
 from __future__ import annotations
 
 import pytest
-from parallel_support import module_bytes, parallel_ctx
+from parallel_support import module_bytes, parallel_ctx, probe_moves_at_once
 
 import parpass.parallel.executor as executor_mod
 from parpass.parallel.schedule import Dispatcher
@@ -75,13 +75,9 @@ def test_a_wave_taken_up_from_an_in_process_start_keeps_the_heads_of_its_bytes( 
     module holds (the next wave picks its targets from the heads without reading bytes)."""
     from ptest_passes import count_bindings, rebuild
 
-    from parpass.parallel import default_executor, get_backend
     from parpass.transform import PassContext
 
-    monkeypatch.setattr(executor_mod, "_PROBE_FIRST", 0.0)
-    monkeypatch.setattr(executor_mod, "_PROBE_EVERY", 0.0)
-    monkeypatch.setattr(executor_mod, "_PROBE_MIN_FUNCTIONS", 1)
-    monkeypatch.setattr(default_executor, "_worth_moving", lambda *args: True)
+    probe_moves_at_once(monkeypatch)  # the chain unknown: 'auto' starts it in-process
     taken_up: list[int] = []  # functions the workers took up from the first pass's in-process result
     inputs = executor_mod._probe_inputs
 
@@ -95,8 +91,6 @@ def test_a_wave_taken_up_from_an_in_process_start_keeps_the_heads_of_its_bytes( 
     mod = random_module(num_functions=40, num_prim_funcs=0, size=8, seed=3)
     with parallel_ctx(1):
         expected = module_bytes(chain(mod))
-    get_backend().warm(2)
-    default_executor.forget()  # the chain unknown: 'auto' starts it in-process
     with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "auto"}):
         out = chain(mod)
     wave = next(w for w in history if w.parallel)
