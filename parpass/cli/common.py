@@ -18,7 +18,7 @@ import re
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -329,8 +329,12 @@ def make_context(
 # files
 
 
-def read_module(path: str) -> IRModule:
-    """The module in ``path`` (a file holding one function becomes a module with that function)."""
+def read_module(path: str, config: Mapping[str, Any] | None = None) -> IRModule:
+    """The module in ``path`` (a file holding one function becomes a module with that function).
+
+    With ``config``, the PassContext config of the pipeline run it is read for, a big file is checked
+    mostly by that run's workers (:func:`~parpass.parallel.preload.load_for_workers`).
+    """
     from parpass.ir.serialization import load
 
     if not os.path.exists(path):
@@ -338,7 +342,12 @@ def read_module(path: str) -> IRModule:
     if os.path.isdir(path):
         raise UsageError(f"{path}: is a directory, not a module file")
     try:
-        obj = load(path)
+        if config is None:
+            obj = load(path)
+        else:
+            from parpass.parallel.preload import load_for_workers
+
+            obj = load_for_workers(path, config)
     except (IRFormatError, ValueError, TypeError, RecursionError) as err:  # the text parser's carry line and column
         raise _file_error(path, err) from err
     except OSError as err:

@@ -229,7 +229,7 @@ def write_inprocess_reproducer(
 
 def run(args: argparse.Namespace) -> int:
     pipeline, required, disabled, config, (before, after) = _settings(args)
-    mod = read_module(args.input)
+    mod = read_module(args.input, config)
     if args.dump_ir:
         make_output_dir(args.dump_ir, "--dump-ir")  # after the input is read: a bad input leaves no directory
     timing = PassTimingInstrument() if args.time_passes else None

@@ -842,8 +842,12 @@ def save(obj: IRObject, path: str | os.PathLike[str]) -> None:
     _write_atomic(target, writer(obj))
 
 
-def load(path: str | os.PathLike[str]) -> IRObject:
-    """Read a module or function saved by :func:`save`; IRFormatError naming the file if it is not valid IR."""
+def load(path: str | os.PathLike[str], *, validate: bool = True) -> IRObject:
+    """Read a module or function saved by :func:`save`; IRFormatError naming the file if it is not valid IR.
+
+    ``validate=False`` reads a msgpack module's functions as :func:`from_bytes` does with it (checked
+    for framing only, decoded on first access); other formats are read as they always are.
+    """
     source = Path(path)
     _, reader = _format_for(source)
     try:
@@ -852,4 +856,6 @@ def load(path: str | os.PathLike[str]) -> IRObject:
         raise IRFileNotFoundError(f"{source}: no such file") from exc
     except OSError as exc:
         raise IRFormatError(f"{source}: cannot read: {exc.strerror or exc}") from exc
+    if not validate and reader is _read_msgpack:
+        return from_bytes(data, source=str(source), validate=False)
     return reader(data, str(source))

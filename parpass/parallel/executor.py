@@ -152,6 +152,19 @@ class ParallelExecutor:
             self.history.clear()
             self.last = None
 
+    def start_workers(self, ctx: PassContext) -> bool:
+        """Start ``ctx``'s workers now, without waiting for them, for a caller that knows work for them is
+        coming (a big module read for a pipeline): the first wave need not then earn their start-up.
+
+        False, starting nothing, where ``ctx`` keeps function-level passes in this process.
+        """
+        cfg = ParallelConfig.of(ctx)
+        if backend_mod.in_worker() or cfg.num_workers <= 1 or cfg.mode == "never" or _vetoing_instrument(ctx):
+            return False
+        self._pool_started = True
+        backend_mod.get_backend().ready(cfg.num_workers)
+        return True
+
     # ------------------------------------------------------------ decision
 
     def run(

@@ -273,6 +273,29 @@ def test_opt_unreadable_inputs_and_outputs(files: Path, run_main) -> None:  # ty
     assert_usage_error(bad_ext, "o.exe", "unsupported output format")
 
 
+def test_opt_checks_a_big_input_in_its_workers_with_the_same_errors(tmp_path: Path, run_main, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from parpass.ir import from_bytes
+    from parpass.parallel import default_executor, preload
+
+    monkeypatch.setattr(preload, "CHECK_IN_WORKERS_BYTES", 0)  # every file is big
+    mod = random_module(8, seed=2)
+    save(mod, tmp_path / "m.msgpack")
+    default_executor.forget()
+    always = ("--config", "parpass.parallel=always")
+    ok = run_main("opt", "m.msgpack", "-p", SPEC, "--workers", "2", *always, "-o", "o.msgpack", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert default_executor.history[0].passes == ("CheckDecodes",) and default_executor.history[0].parallel
+    assert to_bytes(load(tmp_path / "o.msgpack")) == in_process(SPEC, mod)
+    lazy = from_bytes(to_bytes(mod), validate=False)
+    assert isinstance(lazy, IRModule)
+    last = lazy.names()[-1]
+    lazy.set_encoded_function(last, lazy.encoded_function(last).replace(b"Binding", b"Bindinx", 1))
+    (tmp_path / "bad.msgpack").write_bytes(to_bytes(lazy))
+    errors = [run_main("opt", "bad.msgpack", "-p", SPEC, "--workers", n, *always, cwd=tmp_path) for n in ("1", "2")]
+    assert_usage_error(errors[0], "bad.msgpack", f"@{last}", "Bindinx")
+    assert vars(errors[1]) == vars(errors[0])
+
+
 def test_opt_failing_pass(files: Path, tmp_path: Path, run_main) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "out.msgpack").write_bytes(b"previous content")
     args = ["opt", str(files / "m.msgpack"), "-p", "InferType,FailOnMain", "--load", USER_PASSES, "-o", "out.msgpack"]
