@@ -105,7 +105,7 @@ class ParallelConfig:
 
 # More workers than cores is legal (it can help a pass that waits), but usually a mistake that costs memory and time.
 _LOCK = threading.Lock()
-_CHECKED_WORKER_COUNTS: set[int] = set()  # counts compared with the cores already (reading them costs ~0.1 ms)
+_CHECKED_WORKER_COUNTS: set[int] = set()  # counts compared with the cores already
 _warned_oversubscribed = False
 
 
