@@ -64,10 +64,15 @@ from parpass.transform.pass_info import PassInfo
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note
 from parpass.transform.statistics import PASS_STATISTICS, counting
 
-#: Seconds a worker waits for a message before it collects the cyclic garbage its chunks left frozen.
+#: Seconds a worker waits for a message before it collects the cyclic garbage its chunks left frozen...
 _COLLECT_AFTER = 0.5
-#: Whether a chunk froze what it built since this worker last collected (see run_chunk).
+#: ...and at most once in this many seconds: a collection walks the resident IR (~50 ms for 3,000 functions),
+#: and a wave that comes meanwhile waits for it (a parent that works half a second in-process between two
+#: waves would meet one every time).
+_COLLECT_EVERY = 5.0
+#: Whether a chunk froze what it built since this worker last collected (see run_chunk), and when it last did.
 _froze = False
+_collected_at = -_COLLECT_EVERY
 
 
 class _Recorder(PassInstrument):
@@ -332,17 +337,24 @@ def _wait_for_work(conn: Connection, idle: float) -> bool:
 
     A worker that waited :data:`_COLLECT_AFTER` seconds in vain has nothing to
     hurry for: it collects then the cyclic garbage its chunks left frozen (see
-    :func:`run_chunk`).
+    :func:`run_chunk`), unless it did less than :data:`_COLLECT_EVERY` seconds
+    ago (it collects once that much time has passed, if still idle).
     """
-    global _froze
-    if conn.poll(min(_COLLECT_AFTER, idle)):
-        return True
+    global _froze, _collected_at
+    start = time.monotonic()
+    deadline = start + idle
     if _froze:
+        due = min(max(start + _COLLECT_AFTER, _collected_at + _COLLECT_EVERY), deadline)
+        if conn.poll(max(due - start, 0.0)):
+            return True
+        if due >= deadline:
+            return False
         _froze = False
         gc.unfreeze()
         gc.collect()
         gc.freeze()  # what survives, this process's imports included (see parpass.parallel.backend._mark_worker)
-    return conn.poll(max(idle - _COLLECT_AFTER, 0.0))
+        _collected_at = time.monotonic()
+    return conn.poll(max(deadline - time.monotonic(), 0.0))
 
 
 def _serve_chunk(state: _Seat, message: RunChunk) -> ChunkDone | WorkerFailure:

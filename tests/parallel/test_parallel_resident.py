@@ -269,6 +269,41 @@ def test_cycles_a_pass_leaves_in_a_worker_are_collected_once_it_is_idle(tmp_path
     assert len(list(tmp_path.iterdir())) == expected
 
 
+class _Quiet:
+    """A worker's connection to a parent that sends nothing: records how long each poll waited."""
+
+    def __init__(self) -> None:
+        self.polls: list[float] = []
+
+    def poll(self, timeout: float) -> bool:
+        self.polls.append(timeout)
+        return False
+
+
+@pytest.mark.parametrize("last", [None, 1.0], ids=["long ago", "a second ago"])
+def test_an_idle_worker_collects_at_most_once_in_a_while(monkeypatch: pytest.MonkeyPatch, last) -> None:  # type: ignore[no-untyped-def]
+    """A collection walks the resident IR and a wave that comes meanwhile waits: an idle worker collects
+    after half a second, but not again within five seconds of the last time (then once they have passed)."""
+    from parpass.parallel import worker
+
+    collections: list[float] = []
+    monkeypatch.setattr(worker.gc, "collect", lambda *args: collections.append(time.monotonic()) or 0)
+    monkeypatch.setattr(worker.gc, "freeze", lambda: None)
+    monkeypatch.setattr(worker.gc, "unfreeze", lambda: None)
+    now = time.monotonic()
+    monkeypatch.setattr(worker, "_froze", True)
+    monkeypatch.setattr(worker, "_collected_at", now - 100 if last is None else now - last)
+    conn = _Quiet()
+    assert not worker._wait_for_work(conn, 30.0)  # type: ignore[arg-type]
+    assert len(collections) == 1 and not worker._froze
+    first, rest = conn.polls
+    expected = worker._COLLECT_AFTER if last is None else worker._COLLECT_EVERY - last
+    assert first == pytest.approx(expected, abs=0.05) and 29 < rest <= 30.0  # then the rest of the idle time
+    conn.polls.clear()
+    assert not worker._wait_for_work(conn, 30.0)  # type: ignore[arg-type]
+    assert len(collections) == 1 and len(conn.polls) == 1  # nothing new was frozen: nothing to collect
+
+
 def test_a_worker_killed_between_two_waves_loses_nothing(history, scratch: Path) -> None:  # type: ignore[no-untyped-def]
     mod = _module(seed=5, functions=60)
     serial_trace, serial_bytes = _serial(mod, rounds=1)
