@@ -371,6 +371,15 @@ class IRModule:
         sizes = [len(slot.data or slot.buffer()) for slot in slots]
         return sizes, [slot.digest for slot in slots], [slot.location for slot in slots]
 
+    def held_columns(self) -> tuple[list[int | None], list[bool]]:
+        """Every function's encoded size if the module holds its bytes (else None), and whether it is held
+        decoded, in module order: :meth:`cached_size` and :meth:`is_decoded` for all at once (nothing is
+        encoded or decoded)."""
+        slots = self._slots.values()
+        return [None if slot.data is None else len(slot.data) for slot in slots], [
+            slot.func is not None for slot in slots
+        ]
+
     def set_encoded_columns(
         self,
         names: Sequence[str],

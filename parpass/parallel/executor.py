@@ -218,7 +218,7 @@ class ParallelExecutor:
         unencoded = 0
         if auto:
             # Decide on the amount of IR without encoding anything just to measure it.
-            estimate, encoded, unencoded = self._estimated_bytes(mod, targets)
+            estimate, encoded, unencoded = self._estimated_bytes(mod, table.indices)
             known = self.cost.knows(names)
             if known and not self.cost.should_parallelize(
                 names, estimate, cfg.num_workers, cfg.inline_below, encoded, unencoded
@@ -422,19 +422,21 @@ class ParallelExecutor:
             parallel = self.cost.overhead + shipped + _WORKER_FACTOR * inline / cfg.num_workers
         return inline, parallel
 
-    def _estimated_bytes(self, mod: IRModule, targets: list[str]) -> tuple[int, int, int]:
-        """Encoded size of ``targets`` (the held bytes where there are some, else the average seen so far),
-        the size of those held only as bytes, which an in-process run must decode first, and of those held
-        only decoded, which a parallel run must encode first (and its workers decode)."""
+    def _estimated_bytes(self, mod: IRModule, indices: list[int]) -> tuple[int, int, int]:
+        """Encoded size of the functions ``indices`` (in module order; the held bytes where there are some,
+        else the average seen so far), the size of those held only as bytes, which an in-process run must
+        decode first, and of those held only decoded, which a parallel run must encode first (and its
+        workers decode)."""
+        sizes, decoded = mod.held_columns()
         total = encoded = unencoded = 0
-        for name in targets:
-            size = mod.cached_size(name)
+        for index in indices:
+            size = sizes[index]
             if size is None:
                 total += int(self._bytes_per_function)
                 unencoded += int(self._bytes_per_function)
             else:
                 total += size
-                if not mod.is_decoded(name):
+                if not decoded[index]:
                     encoded += size
         return total, encoded, unencoded
 

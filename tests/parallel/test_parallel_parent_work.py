@@ -11,6 +11,7 @@ import pytest
 from parallel_support import module_bytes, parallel_ctx, probe_moves_at_once
 
 import parpass.parallel.executor as executor_mod
+from parpass.ir import IRModule
 from parpass.parallel.schedule import Dispatcher
 from parpass.passes import CanonicalizeBindings, EliminateCommonSubexpr, FoldConstant
 from parpass.testing import random_module
@@ -64,6 +65,19 @@ def test_set_encoded_columns_replaces_only_functions_the_module_has() -> None:
     with pytest.raises(KeyError, match="not in it"):
         copy.set_encoded_columns(["nowhere"], [data[0]], [None], [None], [heads[0]])
     assert copy.names() == names  # nothing changed
+
+
+def test_held_columns_say_what_cached_size_and_is_decoded_say() -> None:
+    from parpass.ir.serialization import from_bytes, to_bytes
+
+    lazy = from_bytes(to_bytes(random_module(num_functions=3, num_prim_funcs=1, size=4, seed=2)), validate=False)
+    assert isinstance(lazy, IRModule)
+    names = lazy.names()
+    lazy[names[1]]  # decoded, bytes kept
+    lazy[names[2]] = lazy[names[2]].with_attr("k", 1)  # decoded only
+    sizes, decoded = lazy.held_columns()
+    assert sizes == [lazy.cached_size(name) for name in names] and sizes[2] is None and None not in sizes[:2]
+    assert decoded == [lazy.is_decoded(name) for name in names] == [False, True, True, False]
 
 
 def test_a_wave_taken_up_from_an_in_process_start_keeps_the_heads_of_its_bytes(  # type: ignore[no-untyped-def]
