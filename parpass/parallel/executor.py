@@ -58,7 +58,7 @@ from parpass.parallel.wave import remove, scratch_dir, write_wave
 from parpass.parallel.worker import pack_passes
 from parpass.transform.context import PassContext
 from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming, view_reason
-from parpass.transform.passes import FunctionLevelPass, attach_pass_note
+from parpass.transform.passes import FunctionLevelPass, attach_pass_note, visited_by_default
 from parpass.transform.statistics import add_counts
 
 log = logging.getLogger("parpass.parallel")
@@ -1216,6 +1216,9 @@ def _encoded(mod: IRModule, name: str, names: tuple[str, ...]) -> bytes | memory
 
 def _visited(passes: Sequence[FunctionLevelPass], heads: list[_Head]) -> list[int]:
     """The positions of the functions (of these ``heads``) any pass of the chain may visit."""
+    kinds = _visit_key(passes)
+    if kinds is not None:  # every pass keeps the rule of FunctionLevelPass.visits: one test per function
+        return [i for i, (kind, attrs) in enumerate(heads) if visited_by_default(kinds, kind, attrs)]
     visits = [p.visits for p in passes]
     if len(visits) == 1:
         visit = visits[0]

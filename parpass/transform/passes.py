@@ -249,6 +249,14 @@ class ModulePass(Pass):
         return ret.copy() if ret.is_read_only else ret
 
 
+def visited_by_default(
+    kinds: type[BaseFunc] | tuple[type[BaseFunc], ...], func_kind: type[BaseFunc], attrs: Mapping[str, Any]
+) -> bool:
+    """The rule of :meth:`FunctionLevelPass.visits` for a pass over ``kinds`` (or a chain of such passes, their
+    kinds as a tuple: whether any visits the function): a function of one of them, not ``SkipOptimization``."""
+    return issubclass(func_kind, kinds) and not attrs.get("SkipOptimization", False)
+
+
 class FunctionLevelPass(Pass):
     """Base of the passes that transform one function at a time (FunctionPass, PrimFuncPass).
 
@@ -285,7 +293,7 @@ class FunctionLevelPass(Pass):
 
     def visits(self, func_kind: type[BaseFunc], attrs: Mapping[str, Any]) -> bool:
         """Whether this pass visits a function of class ``func_kind`` with ``attrs`` (the rule of :meth:`targets`)."""
-        return issubclass(func_kind, self.func_kind) and not attrs.get("SkipOptimization", False)
+        return visited_by_default(self.func_kind, func_kind, attrs)
 
     def transform_one(self, func: BaseFunc, name: str, mod: IRModule, ctx: PassContext) -> BaseFunc:
         """``pass_func(func, mod, ctx)``, checked: the result must be a function of the same kind.
