@@ -56,8 +56,13 @@ class CostModel:
     """Running estimates of pass cost and pool overhead, shared by all contexts of a process.
 
     A chain's cost is learned twice: in-process (wall seconds per byte of IR in
-    the parent) and in workers (busy seconds per byte, which also pays for
-    decoding and encoding). A chain measured only in workers, whose measured
+    the parent) and in workers (seconds per byte of its pass calls there, less
+    the workers' waits for a CPU: not their decoding and encoding, nor what
+    other programs took of their cores, so that it stands for the in-process
+    cost until that is measured; a pass that waits, on a subprocess say, keeps
+    its waiting). What a parallel wave costs is measured whole (see
+    :meth:`record_parallel`).
+    A chain measured only in workers, whose measured
     advantage is thin, is run in-process once to learn its in-process cost.
     """
 
@@ -99,7 +104,8 @@ class CostModel:
                 self.encode_rate = (1 - _ALPHA) * self.encode_rate + _ALPHA * seconds / nbytes
 
     def record_workers(self, chain: Sequence[str], busy: float, nbytes: int) -> None:
-        """The chain kept the workers busy ``busy`` seconds in all on ``nbytes`` of IR."""
+        """The chain's pass calls took ``busy`` seconds in the workers, in all, on ``nbytes`` of IR (less their
+        waits for a CPU): what it would cost in-process, until it runs there (see :meth:`estimates`)."""
         if nbytes > 0:
             with self._lock:
                 self._fold(self._worker, tuple(chain), busy / nbytes)

@@ -544,7 +544,10 @@ class ParallelExecutor:
                 self.cost.record_encode(shipped.encode_seconds, shipped.unencoded)
         finally:
             end = time.perf_counter()
-            self.cost.record_workers(names, busy, nbytes)
+            # the pass calls' time, less the workers' waits for a CPU: what the chain itself costs, neither
+            # their decoding and encoding nor what other programs took (that is in record_parallel's wave)
+            passes_busy = sum(sum(r.stage_wall) - sum(r.stage_waited) for r in results)
+            self.cost.record_workers(names, passes_busy, nbytes)
             self.cost.record_wave(end - start - (merge_start - start - setup - waited), busy, cfg.num_workers, nbytes)
             parent = setup + shipped.seconds + (end - merge_start) + run.parent_seconds
             wall = end - start + shipped.seconds

@@ -95,9 +95,11 @@ class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     seconds: float = 0.0
     #: per stage of a fused chain: functions its module view had to compute by running earlier passes
     recomputed: list[int] = []
-    #: per stage: wall and CPU seconds its pass calls took in this chunk
+    #: per stage: wall and CPU seconds its pass calls took in this chunk, and of that wall time, how long the
+    #: worker waited for a CPU (other programs held the cores; 0 where the system does not say)
     stage_wall: list[float] = []
     stage_cpu: list[float] = []
+    stage_waited: list[float] = []
     #: per stage (when the context counts pass statistics): (pass, counter, count) of its pass calls here
     stage_counts: list[list[tuple[str, str, int]]] = []
     #: functions found resident (not decoded), and decoded from bytes

@@ -75,6 +75,27 @@ _froze = False
 _collected_at = -_COLLECT_EVERY
 
 
+_schedstat: tuple[int, int] | None = None  # (pid, descriptor of /proc/self/schedstat; -1: not available)
+
+
+def run_delay() -> float:
+    """Seconds this process has been runnable but waiting for a CPU so far (Linux's schedstat); 0.0 where
+    the system does not say. What other programs took of a worker's time is in this, not in its work."""
+    global _schedstat
+    pid = os.getpid()
+    if _schedstat is None or _schedstat[0] != pid:
+        try:
+            _schedstat = (pid, os.open("/proc/self/schedstat", os.O_RDONLY))
+        except OSError:
+            _schedstat = (pid, -1)
+    if _schedstat[1] < 0:
+        return 0.0
+    try:
+        return int(os.pread(_schedstat[1], 96, 0).split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 class _Recorder(PassInstrument):
     """Stands in for the parent's instruments: records nested pass callbacks for replay."""
 
@@ -392,7 +413,7 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot
             first = [1 if index in wave.probes else 0 for index in indices]  # the stage each function starts at
             for stage, p in enumerate(wave.passes):
                 view = views[stage]
-                stage_start, stage_cpu = time.perf_counter(), time.process_time()
+                stage_start, stage_cpu, stage_waited = time.perf_counter(), time.process_time(), run_delay()
                 counts: dict[tuple[str, str], int] | None = {} if wave.counting else None
                 with counting(counts):  # this stage's counts, restored however the stage ends
                     for k, index in enumerate(indices):
@@ -419,6 +440,7 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot
                     out.stage_counts.append([(p_name, name, n) for (p_name, name), n in sorted(counts.items())])
                 out.stage_wall.append(time.perf_counter() - stage_start)
                 out.stage_cpu.append(time.process_time() - stage_cpu)
+                out.stage_waited.append(run_delay() - stage_waited)
             progress.idle(slot)
             _results(wave, indices, originals, funcs, failed, changed_by, store, out)
     finally:

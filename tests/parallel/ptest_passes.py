@@ -151,6 +151,13 @@ def sleeps(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Funct
     return func
 
 
+@function_pass(opt_level=0, name="WaitsALittle")
+def waits_a_little(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Waits 20 ms per function, using no CPU (as a pass that runs an external tool does)."""
+    time.sleep(0.02)
+    return func
+
+
 @function_pass(opt_level=0, name="RunsParallelPassInside")
 def runs_parallel_pass_inside(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
     """Asks for a parallel run of another function pass from inside a pass."""

@@ -516,3 +516,23 @@ def test_workers_keep_what_they_imported_out_of_garbage_collections(small_module
         count_bindings(small_module)  # starts the pool
     frozen = get_backend().submit(2, _freeze_count).result()
     assert frozen > 1000  # parpass and its imports: loky's periodic gc.collect() in a worker skips them
+
+
+def test_what_a_chain_costs_in_workers_stands_for_its_in_process_cost_waits_included(history) -> None:  # type: ignore[no-untyped-def]
+    """Learned from workers: the pass calls' time (not the workers' decoding, nor their waits for a CPU), so a
+    pass that waits without computing is not taken for free in-process."""
+    from ptest_passes import waits_a_little
+
+    from parpass.parallel import default_executor
+    from parpass.parallel.worker import run_delay
+
+    waited = run_delay()
+    assert waited >= 0.0 and run_delay() >= waited  # seconds this process waited for a CPU, so far
+    mod = random_module(num_functions=10, num_prim_funcs=0, size=3, seed=5)
+    targets = waits_a_little.targets(mod)
+    with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
+        waits_a_little(mod)
+    assert history[-1].parallel
+    nbytes = history[-1].nbytes
+    inline, _ = default_executor.cost.estimates(["WaitsALittle"], nbytes, 2)
+    assert inline >= 0.8 * 0.02 * len(targets)  # the waits count: ~20 ms a function
