@@ -337,9 +337,13 @@ class ParallelExecutor:
             raise
         probe.timing = StageTiming(time.perf_counter() - start, time.process_time() - cpu, in_caller=True)
         self._inline_seconds += probe.timing.wall
+        probe.done_bytes = done
+        # What the first pass cost here, moved or not: a chain of it alone need not be run in-process once
+        # more only to learn that (see CostModel.should_parallelize).
+        self.cost.record_decode(probe.decode_seconds, probe.decoded_bytes)
+        self.cost.record_inline(names[:1], probe.timing.wall - probe.decode_seconds, int(done))
         if shipped:
             return probe
-        probe.done_bytes = done
         return self._finish_in_process(passes, names, mod, ctx, observer, probe, asked)
 
     def _move_now(
@@ -364,10 +368,8 @@ class ParallelExecutor:
         probe: _Probe,
         asked: bool,
     ) -> IRModule:
-        """After the first pass of the chain ran here on every function: what ``probe`` measured learned, its
-        result, and the rest of the chain run (in the workers if they were ``asked`` for and it pays, else here)."""
-        self.cost.record_decode(probe.decode_seconds, probe.decoded_bytes)
-        self.cost.record_inline(names[:1], probe.timing.wall - probe.decode_seconds, int(probe.done_bytes))
+        """After the first pass of the chain ran here on every function (``probe``): its result, and the rest
+        of the chain run (in the workers if they were ``asked`` for and it pays, else here)."""
         if observer is not None:
             observer.after_stage(0, probe.timing)
         out = mod.copy()

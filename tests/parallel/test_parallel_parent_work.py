@@ -115,3 +115,19 @@ def test_a_wave_taken_up_from_an_in_process_start_keeps_the_heads_of_its_bytes( 
         (name, kind, dict(attrs)) for name, kind, attrs in heads
     ]
     assert all("num_bindings" in attrs or attrs.get("SkipOptimization") for _, _, attrs in heads)
+
+
+def test_a_pass_the_probe_moved_keeps_what_it_cost_in_process(monkeypatch: pytest.MonkeyPatch, history) -> None:  # type: ignore[no-untyped-def]
+    """The probe ran the first functions here before it moved the rest: that is the pass's in-process cost, so
+    the next run need not run it all in-process once more only to learn it (and decode every function first)."""
+    from ptest_passes import count_bindings
+
+    from parpass.parallel import default_executor
+    from parpass.transform import PassContext
+
+    probe_moves_at_once(monkeypatch)
+    mod = random_module(num_functions=40, num_prim_funcs=0, size=8, seed=3)
+    with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "auto"}):
+        count_bindings(mod)
+    assert history[-1].parallel  # the probe moved the rest of the wave
+    assert default_executor.cost._inline.get(("CountBindings",), 0.0) > 0.0  # learned from the probe's functions
