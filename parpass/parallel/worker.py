@@ -28,6 +28,7 @@ import os
 import pickle
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
@@ -68,11 +69,16 @@ from parpass.transform.statistics import PASS_STATISTICS, counting
 _COLLECT_AFTER = 0.5
 #: ...and at most once in this many seconds: a collection walks the resident IR (~50 ms for 3,000 functions),
 #: and a wave that comes meanwhile waits for it (a parent that works half a second in-process between two
-#: waves would meet one every time).
+#: waves would meet one every time), as does the parent's own work for a core. A collection that finds
+#: fewer cyclic objects than _WORTH_COLLECTING doubles the spacing, up to the most; one that finds more
+#: sets it back.
 _COLLECT_EVERY = 5.0
+_COLLECT_EVERY_MOST = 40.0
+_WORTH_COLLECTING = 1000
+_collect_every = _COLLECT_EVERY
 #: Whether a chunk froze what it built since this worker last collected (see run_chunk), and when it last did.
 _froze = False
-_collected_at = -_COLLECT_EVERY
+_collected_at = -_COLLECT_EVERY_MOST
 
 
 _schedstat: tuple[int, int] | None = None  # (pid, descriptor of /proc/self/schedstat; -1: not available)
@@ -158,6 +164,27 @@ def pack_passes(passes: Sequence[FunctionLevelPass]) -> bytes:
     return packed
 
 
+#: The chains of passes this worker unpickled lately, by their pickled bytes, most recent last.
+_CHAINS: OrderedDict[bytes, list[FunctionLevelPass]] = OrderedDict()
+_CHAINS_KEPT = 8
+
+
+def _passes_of(pickled: bytes) -> list[FunctionLevelPass]:
+    """The chain ``pickled`` holds: the same objects as the last wave of the same chain got.
+
+    The parent runs a pass object again on every call; so does a worker, rather than a copy per wave:
+    a class-form pass refers to itself (through its bound pass function), so each copy would be
+    cyclic garbage after its wave, and it holds its memo of that wave's module view.
+    """
+    chain = _CHAINS.pop(pickled, None)
+    if chain is None:
+        chain = cloudpickle.loads(pickled)
+        while len(_CHAINS) >= _CHAINS_KEPT:
+            _CHAINS.popitem(last=False)
+    _CHAINS[pickled] = chain
+    return chain
+
+
 class _Wave:
     """A worker's state for one wave: the file, the passes, the context, the stage views."""
 
@@ -169,7 +196,7 @@ class _Wave:
         self.passes: list[FunctionLevelPass]
         pickled, sources = cloudpickle.loads(header.passes)
         linecache.cache.update(sources)  # so that a traceback here shows the lines the parent's would
-        self.passes = cloudpickle.loads(pickled)
+        self.passes = _passes_of(pickled)
         snapshot = cloudpickle.loads(header.context)
         self.recorder = _Recorder()
         self.capture = Capture()
@@ -358,23 +385,25 @@ def _wait_for_work(conn: Connection, idle: float) -> bool:
 
     A worker that waited :data:`_COLLECT_AFTER` seconds in vain has nothing to
     hurry for: it collects then the cyclic garbage its chunks left frozen (see
-    :func:`run_chunk`), unless it did less than :data:`_COLLECT_EVERY` seconds
-    ago (it collects once that much time has passed, if still idle).
+    :func:`run_chunk`), unless it did less than ``_collect_every`` seconds ago
+    (it collects once that much time has passed, if still idle).
     """
-    global _froze, _collected_at
+    global _froze, _collected_at, _collect_every
     start = time.monotonic()
     deadline = start + idle
     if _froze:
-        due = min(max(start + _COLLECT_AFTER, _collected_at + _COLLECT_EVERY), deadline)
+        due = min(max(start + _COLLECT_AFTER, _collected_at + _collect_every), deadline)
         if conn.poll(max(due - start, 0.0)):
             return True
         if due >= deadline:
             return False
         _froze = False
         gc.unfreeze()
-        gc.collect()
+        found = gc.collect()
         gc.freeze()  # what survives, this process's imports included (see parpass.parallel.backend._mark_worker)
         _collected_at = time.monotonic()
+        worth = found >= _WORTH_COLLECTING
+        _collect_every = _COLLECT_EVERY if worth else min(2 * _collect_every, _COLLECT_EVERY_MOST)
     return conn.poll(max(deadline - time.monotonic(), 0.0))
 
 

@@ -35,7 +35,7 @@ from ptest_passes import count_bindings, exits_worker, keep_even
 
 from parpass.errors import WorkerCrashedError
 from parpass.ir import IRModule, relax
-from parpass.parallel import get_backend
+from parpass.parallel import get_backend, shutdown
 from parpass.parallel.executor import WaveStats
 from parpass.passes import (
     CanonicalizeBindings,
@@ -257,6 +257,7 @@ def test_cycles_a_pass_leaves_in_a_worker_are_collected_once_it_is_idle(tmp_path
     IR while the parent waited), so the cyclic garbage a pass leaves there is collected when it is idle."""
     from ptest_passes import LeavesCycles
 
+    shutdown()  # fresh workers: they collect at their first half second idle
     mod = random_module(num_functions=30, num_prim_funcs=0, size=4, seed=4)
     leaves = LeavesCycles(directory=str(tmp_path))
     expected = len(leaves.targets(mod))
@@ -283,13 +284,16 @@ class _Quiet:
 @pytest.mark.parametrize("last", [None, 1.0], ids=["long ago", "a second ago"])
 def test_an_idle_worker_collects_at_most_once_in_a_while(monkeypatch: pytest.MonkeyPatch, last) -> None:  # type: ignore[no-untyped-def]
     """A collection walks the resident IR and a wave that comes meanwhile waits: an idle worker collects
-    after half a second, but not again within five seconds of the last time (then once they have passed)."""
+    after half a second, but not again within five seconds of the last time (then once they have passed);
+    collections that find little space themselves out further, one that finds much sets them back."""
     from parpass.parallel import worker
 
     collections: list[float] = []
-    monkeypatch.setattr(worker.gc, "collect", lambda *args: collections.append(time.monotonic()) or 0)
+    found = [0]
+    monkeypatch.setattr(worker.gc, "collect", lambda *args: collections.append(time.monotonic()) or found[0])
     monkeypatch.setattr(worker.gc, "freeze", lambda: None)
     monkeypatch.setattr(worker.gc, "unfreeze", lambda: None)
+    monkeypatch.setattr(worker, "_collect_every", worker._COLLECT_EVERY)
     now = time.monotonic()
     monkeypatch.setattr(worker, "_froze", True)
     monkeypatch.setattr(worker, "_collected_at", now - 100 if last is None else now - last)
@@ -302,6 +306,30 @@ def test_an_idle_worker_collects_at_most_once_in_a_while(monkeypatch: pytest.Mon
     conn.polls.clear()
     assert not worker._wait_for_work(conn, 30.0)  # type: ignore[arg-type]
     assert len(collections) == 1 and len(conn.polls) == 1  # nothing new was frozen: nothing to collect
+    assert worker._collect_every == 2 * worker._COLLECT_EVERY  # it found nothing: the next waits longer
+    found[0] = worker._WORTH_COLLECTING
+    worker._froze, worker._collected_at = True, time.monotonic() - 100
+    conn.polls.clear()
+    worker._wait_for_work(conn, 30.0)  # type: ignore[arg-type]
+    assert len(collections) == 2 and worker._collect_every == worker._COLLECT_EVERY  # it found much
+
+
+def test_a_worker_runs_the_same_pass_objects_for_every_wave_of_a_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the parent runs one pass object on every call: a copy per wave would be cyclic garbage after it (a
+    class-form pass refers to itself) holding its memo of the wave's module view."""
+    import cloudpickle
+
+    from parpass.parallel import worker
+    from parpass.passes import DeadCodeElimination, InferType
+
+    monkeypatch.setattr(worker, "_CHAINS", type(worker._CHAINS)())
+    infer, dce = cloudpickle.dumps([InferType()]), cloudpickle.dumps([DeadCodeElimination()])
+    first = worker._passes_of(infer)
+    assert worker._passes_of(infer) is first and worker._passes_of(dce) is not first
+    for k in range(worker._CHAINS_KEPT):
+        worker._passes_of(cloudpickle.dumps([InferType(), DeadCodeElimination()] * (k + 1)))
+    assert worker._passes_of(infer) is not first  # the least recently used chains go first
+    assert len(worker._CHAINS) <= worker._CHAINS_KEPT
 
 
 def test_a_worker_killed_between_two_waves_loses_nothing(history, scratch: Path) -> None:  # type: ignore[no-untyped-def]
