@@ -105,19 +105,15 @@ class ParallelConfig:
 
 # More workers than cores is legal (it can help a pass that waits), but usually a mistake that costs memory and time.
 _LOCK = threading.Lock()
-_CHECKED_WORKER_COUNTS: set[int] = set()  # counts compared with the cores already
 _warned_oversubscribed = False
 
 
 def _warn_if_oversubscribed(num_workers: int) -> None:
     """A RuntimeWarning, once per process, when ``num_workers`` exceeds the usable cores."""
     global _warned_oversubscribed
+    cores = usable_cores()  # read once per process
     with _LOCK:
-        if _warned_oversubscribed or num_workers in _CHECKED_WORKER_COUNTS or in_worker():
-            return
-        _CHECKED_WORKER_COUNTS.add(num_workers)
-        cores = usable_cores()
-        if num_workers <= cores:
+        if _warned_oversubscribed or num_workers <= cores or in_worker():
             return
         _warned_oversubscribed = True
     warnings.warn(

@@ -61,8 +61,7 @@ class CostModel:
     other programs took of their cores, so that it stands for the in-process
     cost until that is measured; a pass that waits, on a subprocess say, keeps
     its waiting). What a parallel wave costs is measured whole (see
-    :meth:`record_parallel`).
-    A chain measured only in workers, whose measured
+    :meth:`record_parallel`). A chain measured only in workers, whose measured
     advantage is thin, is run in-process once to learn its in-process cost.
     """
 

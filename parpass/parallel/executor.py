@@ -159,7 +159,7 @@ class ParallelExecutor:
         False, starting nothing, where ``ctx`` keeps function-level passes in this process.
         """
         cfg = ParallelConfig.of(ctx)
-        if backend_mod.in_worker() or cfg.num_workers <= 1 or cfg.mode == "never" or _vetoing_instrument(ctx):
+        if _kept_in_process(ctx, cfg) is not None:
             return False
         self._pool_started = True
         backend_mod.get_backend().ready(cfg.num_workers)
@@ -272,7 +272,7 @@ class ParallelExecutor:
         key = _visit_key(passes)
         known = self._visited.get(key) if key is not None else None
         # equal heads, most of them the same objects (a wave's results keep the heads they came in with)
-        indices = known[1] if known is not None and known[0] == heads else _visited(passes, heads)
+        indices = known[1] if known is not None and known[0] == heads else _visited(passes, heads, key)
         if key is not None:
             if len(self._visited) >= _VISITED_KEPT:
                 self._visited.clear()
@@ -1159,24 +1159,28 @@ def _collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _inline_reason(ctx: PassContext, cfg: ParallelConfig, names: tuple[str, ...]) -> str | None:
-    """Why the chain runs in-process whatever it would cost (None: it may go to the workers).
+_NESTED = "nested in a worker"
 
-    Warns, when the chain is kept in-process by configuration or an instrument, that a
-    ``parpass.timeout`` set is not enforced; a ``num_workers`` below 1 is an error.
-    """
+
+def _kept_in_process(ctx: PassContext, cfg: ParallelConfig) -> str | None:
+    """Why every function-level pass under ``ctx`` runs in-process whatever it would cost (None: it may go to
+    the workers); a ``num_workers`` below 1 is an error."""
     if backend_mod.in_worker():
-        return "nested in a worker"
+        return _NESTED
     if cfg.num_workers < 1:
         raise ParallelExecutionError(f"config option 'parpass.num_workers' must be >= 1, got {cfg.num_workers}")
     if cfg.num_workers == 1 or cfg.mode == "never":
-        reason = "configured in-process"
-    else:
-        vetoer = _vetoing_instrument(ctx)
-        if vetoer is None:
-            return None
-        reason = f"instrument {vetoer} may veto nested passes"
-    _warn_unenforced_timeout(cfg, names, reason)
+        return "configured in-process"
+    vetoer = _vetoing_instrument(ctx)
+    return None if vetoer is None else f"instrument {vetoer} may veto nested passes"
+
+
+def _inline_reason(ctx: PassContext, cfg: ParallelConfig, names: tuple[str, ...]) -> str | None:
+    """:func:`_kept_in_process`, warning, when the chain is kept in-process by configuration or an
+    instrument, that a ``parpass.timeout`` set is not enforced."""
+    reason = _kept_in_process(ctx, cfg)
+    if reason is not None and reason != _NESTED:
+        _warn_unenforced_timeout(cfg, names, reason)
     return reason
 
 
@@ -1219,9 +1223,11 @@ def _encoded(mod: IRModule, name: str, names: tuple[str, ...]) -> bytes | memory
         ) from err
 
 
-def _visited(passes: Sequence[FunctionLevelPass], heads: list[_Head]) -> list[int]:
-    """The positions of the functions (of these ``heads``) any pass of the chain may visit."""
-    kinds = _visit_key(passes)
+def _visited(
+    passes: Sequence[FunctionLevelPass], heads: list[_Head], kinds: tuple[type[BaseFunc], ...] | None
+) -> list[int]:
+    """The positions of the functions (of these ``heads``) any pass of the chain may visit; ``kinds`` is the
+    chain's :func:`_visit_key`."""
     if kinds is not None:  # every pass keeps the rule of FunctionLevelPass.visits: one test per function
         return [i for i, (kind, attrs) in enumerate(heads) if visited_by_default(kinds, kind, attrs)]
     visits = [p.visits for p in passes]

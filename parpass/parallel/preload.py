@@ -12,8 +12,8 @@ starts the workers first, reads the file keeping its functions as bytes, and
 then checks them in a wave of their own: this process decodes functions in
 module order while the workers start (the executor's probe), and the workers
 decode the rest, which they keep resident for the pipeline's first wave. A file
-too small for that to pay, or a run that keeps its passes in-process, is read by
-``load`` as before.
+too small for that to pay, a format whose reader decodes every function anyway
+(JSON), or a run that keeps its passes in-process, is read by ``load`` as before.
 """
 
 from __future__ import annotations
@@ -61,13 +61,15 @@ def load_for_workers(path: str, config: Mapping[str, Any] | None = None) -> IROb
         large = os.path.getsize(path) >= CHECK_IN_WORKERS_BYTES
     except OSError:
         large = False  # load() words the error
+    if not large:
+        return load(path)
     # the check is no pass of the run: a failure of it leaves no reproducer (the in-process check words it)
     ctx = PassContext(config={k: v for k, v in (config or {}).items() if k != REPRODUCER})
-    if not large or not default_executor.start_workers(ctx):
+    if not default_executor.start_workers(ctx):
         return load(path)
     obj = load(path, validate=False)
-    if not isinstance(obj, IRModule) or not len(obj):
-        return obj
+    if not isinstance(obj, IRModule) or all(obj.held_columns()[1]):
+        return obj  # a function, or a format whose reader decoded (and so checked) every function
     try:
         return default_executor.run([CheckDecodes()], obj, ctx)
     except Exception:

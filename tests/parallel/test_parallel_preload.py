@@ -99,10 +99,21 @@ def test_a_small_file_is_checked_in_process(tmp_path, history) -> None:  # type:
 
 
 def test_a_file_holding_one_function_or_no_file(tmp_path, history, any_size) -> None:  # type: ignore[no-untyped-def]
-    func = _module()[_module().names()[0]]
+    mod = _module()
+    func = mod[mod.names()[0]]
     path = tmp_path / "f.msgpack"
     path.write_bytes(to_bytes(func))
     assert load_for_workers(str(path), ALWAYS) == func
     with pytest.raises(IRFormatError, match="no such file"):
         load_for_workers(str(tmp_path / "none.msgpack"), ALWAYS)
     assert not history
+
+
+def test_a_format_whose_reader_decodes_every_function_is_not_checked_again(tmp_path, history, any_size) -> None:  # type: ignore[no-untyped-def]
+    from parpass.ir.serialization import save
+
+    mod = _module()
+    save(mod, tmp_path / "m.json")
+    out = load_for_workers(str(tmp_path / "m.json"), ALWAYS)
+    assert isinstance(out, IRModule) and module_bytes(out) == module_bytes(mod)
+    assert not history  # JSON's reader decoded (and checked) them all: no wave ships them to be decoded again
