@@ -32,7 +32,7 @@ from multiprocessing.connection import wait as wait_ready
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from parpass.parallel.crew import Crew
+    from parpass.parallel.crew import Crew, CrewLike
 
 #: Set in worker processes, so that a pass run inside a worker never starts another pool.
 _IN_WORKER = False
@@ -49,17 +49,22 @@ def in_worker() -> bool:
 
 def _mark_worker(parent: int) -> None:
     """The initializer of every worker process; ``parent`` is the pid of the process that started the pool."""
-    global _IN_WORKER
-    _IN_WORKER = True
     # Ctrl-C in a terminal reaches the whole process group: the parent handles it (and kills the
     # workers); a worker dying of it on its own would look like a crash to the parent.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # A worker must not grab every core for numpy's own threads: the pool is the parallelism.
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
     from parpass.parallel.wave import watch_parent
 
     watch_parent(parent)  # a parent killed outright (SIGTERM, SIGKILL): clean up this worker's wave and exit
+    become_worker()
+
+
+def become_worker() -> None:
+    """Make this process a parpass worker: passes run here never start workers of their own."""
+    global _IN_WORKER
+    _IN_WORKER = True
+    # A worker must not grab every core for numpy's own threads: the pool is the parallelism.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     # loky collects garbage in a worker about once a second between tasks (without psutil);
     # parpass and its imports are here for good, so leave them out of those collections.
     gc.freeze()
@@ -147,7 +152,7 @@ class Backend(Protocol):
         """Pids of the live workers of the current pool (for tests and diagnostics)."""
         ...
 
-    def crew(self, num_workers: int) -> contextlib.AbstractContextManager[Crew]:
+    def crew(self, num_workers: int) -> contextlib.AbstractContextManager[CrewLike]:
         """Hold the crew of ``num_workers`` workers (one seat per worker, each addressable: what lets the
         executor send a function to the worker that holds it) for one wave; waves of other threads wait.
 
@@ -482,6 +487,16 @@ _backend: Backend = LokyBackend()
 def get_backend() -> Backend:
     """The backend function-level passes run on."""
     return _backend
+
+
+def backend_for(scheduler: str) -> Backend:
+    """The backend of a run whose ``parpass.scheduler`` is ``scheduler``: the installed one for "" (this
+    machine's workers, unless :func:`set_backend` chose others), else the Dask cluster at that address."""
+    if not scheduler:
+        return _backend
+    from parpass.parallel.cluster import backend_at
+
+    return backend_at(scheduler)
 
 
 def set_backend(backend: Backend) -> Backend:

@@ -20,6 +20,7 @@ TIMEOUT = "parpass.timeout"
 STRICT = "parpass.strict"
 REPRODUCER = "parpass.reproducer"
 WORKER_CACHE = "parpass.worker_cache_mb"
+SCHEDULER = "parpass.scheduler"
 
 register_config_option(
     NUM_WORKERS,
@@ -72,6 +73,14 @@ register_config_option(
     "waves, so that the next pass on a function it holds skips decoding; least recently used out first. "
     "0: keep nothing (every wave decodes what it gets); at most 1e6 (a terabyte).",
 )
+register_config_option(
+    SCHEDULER,
+    Annotated[str, msgspec.Meta(pattern=r"^(|[A-Za-z][A-Za-z0-9+.-]*://.+)$")],
+    default="",
+    doc="Where function-level passes run: '' (default) on worker processes of this machine, or the address of "
+    "a Dask scheduler (e.g. 'tcp://host:8786'; needs `pip install parpass[dask]`), whose workers then run them. "
+    "On a cluster, parpass.num_workers is how many of its workers a pass uses at most.",
+)
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,7 @@ class ParallelConfig:
     strict: bool
     reproducer: str
     cache_bytes: int
+    scheduler: str = ""
 
     @classmethod
     def of(cls, ctx: PassContext) -> ParallelConfig:
@@ -97,8 +107,9 @@ class ParallelConfig:
             strict=bool(cfg[STRICT]),
             reproducer=str(cfg[REPRODUCER]),
             cache_bytes=int(float(cfg[WORKER_CACHE]) * 1e6),
+            scheduler=str(cfg[SCHEDULER]),
         )
-        if out.num_workers > 1 and out.mode != "never":
+        if out.num_workers > 1 and out.mode != "never" and not out.scheduler:
             _warn_if_oversubscribed(out.num_workers)
         return out
 

@@ -24,14 +24,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, Listener
 from multiprocessing.connection import wait as wait_ready
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from parpass.parallel.protocol import FromWorker, Hello, RunChunk, Stop, ToWorker, decode_from_worker, encode
 from parpass.parallel.store import StoreReader, StoreWriter
-from parpass.parallel.wave import Busy, ProgressSlots, remove
+from parpass.parallel.wave import Busy, ProgressSlots, WaveHeader, remove, write_wave
 
 if TYPE_CHECKING:
     from parpass.parallel.backend import PoolLost, Task
@@ -44,11 +44,43 @@ _SETTLE_WAIT = 10.0
 
 
 class CrewLost(Exception):
-    """The crew's pool was lost, or a seat left; :attr:`lost` holds the pool's :class:`PoolLost` if any."""
+    """The crew's pool was lost, or a seat left; :attr:`lost` holds the pool's :class:`PoolLost` if any, and
+    :attr:`suspects` the functions (module indices) the crew knows killed their worker, if it knows."""
 
-    def __init__(self, message: str, lost: PoolLost | None = None) -> None:
+    def __init__(self, message: str, lost: PoolLost | None = None, suspects: Sequence[int] = ()) -> None:
         super().__init__(message)
         self.lost = lost
+        self.suspects = tuple(suspects)
+
+
+class CrewLike(Protocol):
+    """What the executor needs of a crew: :class:`Crew` on this machine, a cluster's
+    (:class:`parpass.parallel.cluster.ClusterCrew`) elsewhere."""
+
+    size: int
+    generation: int
+    owners: dict[bytes, int]
+    stores: dict[str, StoreReader]
+    #: whether :meth:`running` says what each seat runs (what enforces ``parpass.timeout``)
+    tracks_progress: bool
+
+    def begin_wave(self, directory: str) -> None: ...
+
+    def place(self, directory: str, limit: int, blobs: list[bytes | memoryview]) -> tuple[str, list[int]]: ...
+
+    def publish(self, header: WaveHeader) -> str: ...
+
+    def withdraw(self, wave: str) -> None: ...
+
+    def run(self, seat: int, wave: str, indices: list[int]) -> None: ...
+
+    def receive(self, timeout: float) -> list[tuple[int, FromWorker]]: ...
+
+    def store(self, seat: int, path: str) -> StoreReader: ...
+
+    def running(self) -> list[Busy]: ...
+
+    def files(self) -> list[str]: ...
 
 
 def _address() -> str:
@@ -59,15 +91,93 @@ def _address() -> str:
     return os.path.join(tempfile.gettempdir(), name)
 
 
-class Crew:
+class StoreKeeper:
+    """The result stores a crew's waves read, as the parent keeps them: the seats' and its own.
+
+    A store is an append-only file of function bytes (see :mod:`parpass.parallel.store`).
+    Its readers live in ``stores`` while some function of some module may lie
+    there; the stores a seat left for a new one are retired and deleted when
+    the next wave begins, and every store goes when the crew closes.
+    """
+
+    def __init__(self) -> None:
+        #: which seat holds (resident) the function of each digest, as far as the executor knows
+        self.owners: dict[bytes, int] = {}
+        #: the live result stores (see parpass.parallel.store), in the order they appeared
+        self.stores: dict[str, StoreReader] = {}
+        self._seat_store: dict[int, str] = {}
+        self._retired: list[str] = []
+        #: every store of this crew is named so (the parent's pid first, for watch_parent)
+        self._store_prefix = f"parpass-store-{os.getpid()}-{os.urandom(4).hex()}-"
+        self._store_dirs: set[str] = set()  # where this crew's stores may lie
+        self._own = StoreWriter(self._store_prefix)  # the parent's store, for bytes no worker wrote
+
+    def store(self, seat: int, path: str) -> StoreReader:
+        """The reader of ``seat``'s result store ``path``; a store it left for a new one is retired."""
+        left = self._seat_store.get(seat, "")
+        if left != path:
+            if left:
+                self._retired.append(left)
+            self._seat_store[seat] = path
+        reader = self.stores.get(path)
+        if reader is None:
+            reader = self.stores[path] = StoreReader(path)
+        return reader
+
+    def place(self, directory: str, limit: int, blobs: list[bytes | memoryview]) -> tuple[str, list[int]]:
+        """Append ``blobs`` to the parent's own store (in ``directory``, where this wave's workers will put
+        theirs); its path and their offsets."""
+        before = self._own.path
+        self._store_dirs.add(directory)
+        path, offsets = self._own.append(directory, limit, blobs)
+        if path != before:
+            if before:
+                self._retired.append(before)
+            self.stores[path] = StoreReader(path)
+        return path, offsets
+
+    def begin_wave(self, directory: str) -> None:
+        """A wave whose files (and new stores) go to ``directory`` begins: delete the stores the seats left
+        (no worker reads them any more)."""
+        self._store_dirs.add(directory)
+        self.retire_stores()
+
+    def retire_stores(self) -> None:
+        """Delete the stores the seats left."""
+        for path in self._retired:
+            reader = self.stores.pop(path, None)
+            if reader is not None:
+                reader.close()
+            remove(path)
+        self._retired.clear()
+
+    def files(self) -> list[str]:
+        """The files the crew keeps while it lives: its result stores (for tests and diagnostics)."""
+        return sorted({*self.stores, *self._retired})
+
+    def close_stores(self) -> None:
+        """Delete every store of the crew."""
+        self._own.close()
+        self._retired.extend(self.stores)
+        self.retire_stores()
+        # A store a worker started in a wave that failed before its answer came is known only by name.
+        for directory in self._store_dirs:
+            for path in glob.glob(os.path.join(glob.escape(directory), glob.escape(self._store_prefix) + "*")):
+                remove(path)
+
+
+class Crew(StoreKeeper):
     """``size`` seats, one per worker of a pool of ``size`` workers (see the module docstring).
 
     ``submit(size, fn, *args)`` runs a task on that pool (a backend's submission).
     """
 
+    tracks_progress = True
+
     def __init__(self, submit: Callable[..., Task], size: int, idle: float) -> None:
         from parpass.parallel.worker import serve
 
+        super().__init__()
         self.size = size
         self.idle = idle
         self.last_used = time.monotonic()
@@ -75,16 +185,6 @@ class Crew:
         self._conns: list[Connection | None] = [None] * size
         self.pids = [0] * size
         self._by_conn: dict[Connection, int] = {}
-        #: which seat holds (resident) the function of each digest, as far as the executor knows
-        self.owners: dict[bytes, int] = {}
-        #: the live result stores (see parpass.parallel.store), in the order they appeared
-        self.stores: dict[str, StoreReader] = {}
-        self._seat_store: list[str] = [""] * size
-        self._retired: list[str] = []
-        #: every store of this crew is named so (the parent's pid first, for watch_parent)
-        self._store_prefix = f"parpass-store-{os.getpid()}-{os.urandom(4).hex()}-"
-        self._store_dirs: set[str] = set()  # where this crew's stores may lie
-        self._own = StoreWriter(self._store_prefix)  # the parent's store, for bytes no worker wrote
         authkey = os.urandom(32)
         self._address = _address()
         self._listener = Listener(self._address, family="AF_UNIX", authkey=authkey)
@@ -174,46 +274,13 @@ class Crew:
         self.last_used = time.monotonic()
         return out
 
-    def store(self, seat: int, path: str) -> StoreReader:
-        """The reader of ``seat``'s result store ``path``; a store it left for a new one is retired."""
-        if self._seat_store[seat] != path:
-            if self._seat_store[seat]:
-                self._retired.append(self._seat_store[seat])
-            self._seat_store[seat] = path
-        reader = self.stores.get(path)
-        if reader is None:
-            reader = self.stores[path] = StoreReader(path)
-        return reader
+    def publish(self, header: WaveHeader) -> str:
+        """Make a wave reachable by the seats: its name, which :meth:`run` passes on (here, its file)."""
+        return write_wave(header)
 
-    def place(self, directory: str, limit: int, blobs: list[bytes | memoryview]) -> tuple[str, list[int]]:
-        """Append ``blobs`` to the parent's own store (in ``directory``, where this wave's workers will put
-        theirs); its path and their offsets."""
-        before = self._own.path
-        path, offsets = self._own.append(directory, limit, blobs)
-        if path != before:
-            if before:
-                self._retired.append(before)
-            self.stores[path] = StoreReader(path)
-        return path, offsets
-
-    def begin_wave(self, directory: str) -> None:
-        """A wave whose files (and new stores) go to ``directory`` begins: delete the stores the seats left
-        (no worker reads them any more)."""
-        self._store_dirs.add(directory)
-        self.retire_stores()
-
-    def retire_stores(self) -> None:
-        """Delete the stores the seats left."""
-        for path in self._retired:
-            reader = self.stores.pop(path, None)
-            if reader is not None:
-                reader.close()
-            remove(path)
-        self._retired.clear()
-
-    def files(self) -> list[str]:
-        """The files the crew keeps while it lives: its result stores (for tests and diagnostics)."""
-        return sorted({*self.stores, *self._retired})
+    def withdraw(self, wave: str) -> None:
+        """The wave ``wave`` is over (its chunks answered, or the wave failed)."""
+        remove(wave)
 
     def running(self) -> list[Busy]:
         """What each busy seat is running now (its progress slot), and for how long."""
@@ -246,13 +313,7 @@ class Crew:
             remove(self._address)
         self.progress.close()
         remove(self.progress.path)
-        self._own.close()
-        self._retired.extend(self.stores)
-        self.retire_stores()
-        # A store a worker started in a wave that failed before its answer came is known only by name.
-        for directory in self._store_dirs:
-            for path in glob.glob(os.path.join(glob.escape(directory), glob.escape(self._store_prefix) + "*")):
-                remove(path)
+        self.close_stores()
 
 
 def _lost(error: BaseException | None) -> PoolLost | None:

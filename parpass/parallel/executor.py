@@ -49,12 +49,12 @@ from parpass.parallel import backend as backend_mod
 from parpass.parallel.capture import Emission, replay
 from parpass.parallel.config import ParallelConfig
 from parpass.parallel.cost import CostModel
-from parpass.parallel.crew import Crew, CrewLost
+from parpass.parallel.crew import CrewLike, CrewLost
 from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import ChunkDone, TaskError, WorkerFailure
 from parpass.parallel.reproducer import write_reproducer
 from parpass.parallel.schedule import Dispatcher
-from parpass.parallel.wave import remove, scratch_dir, write_wave
+from parpass.parallel.wave import WaveHeader, scratch_dir
 from parpass.parallel.worker import pack_passes
 from parpass.transform.context import PassContext
 from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming, view_reason
@@ -162,7 +162,7 @@ class ParallelExecutor:
         if _kept_in_process(ctx, cfg) is not None:
             return False
         self._pool_started = True
-        backend_mod.get_backend().ready(cfg.num_workers)
+        backend_mod.backend_for(cfg.scheduler).ready(cfg.num_workers)
         return True
 
     # ------------------------------------------------------------ decision
@@ -225,7 +225,7 @@ class ParallelExecutor:
             ):
                 reason = "estimated faster in-process"
                 return self._run_inline(passes, mod, ctx, observer, names, reason, estimate, targets)
-        probing = auto and (not known or not backend_mod.get_backend().ready(cfg.num_workers))
+        probing = auto and (not known or not backend_mod.backend_for(cfg.scheduler).ready(cfg.num_workers))
         if pickled is None and not probing:  # a probe pickles the chain only if it moves it to the workers
             pickled = self._pack(passes, names, cfg)
             if pickled is None:
@@ -353,7 +353,7 @@ class ParallelExecutor:
         (asked for here, not waited for) and the chain is pickled into ``probe``; None for a chain that cannot
         be pickled (the warning given)."""
         self._pool_started = True
-        if not backend_mod.get_backend().ready(cfg.num_workers):  # starts the workers without waiting
+        if not backend_mod.backend_for(cfg.scheduler).ready(cfg.num_workers):  # starts the workers without waiting
             return False
         probe.pickled = self._pack(passes, names, cfg)
         return None if probe.pickled is None else True
@@ -499,7 +499,7 @@ class ParallelExecutor:
     ) -> IRModule:
         """Run the chain on the functions ``shipped.indices`` in workers; ``probe``, if given, is what ran
         of it in-process first (the first pass on the first functions), which the workers take up from."""
-        backend = backend_mod.get_backend()
+        backend = backend_mod.backend_for(cfg.scheduler)
         self._pool_started = True
         start = time.perf_counter()
         names = tuple(p.info.name for p in passes)
@@ -591,7 +591,7 @@ class ParallelExecutor:
 
     def _attempt(
         self,
-        crew: Crew,
+        crew: CrewLike,
         wave: _WaveInput,
         indices: list[int],
         sizes: list[int],
@@ -609,22 +609,31 @@ class ParallelExecutor:
         """
         parent = 0.0
         t0 = time.perf_counter()
+        if cfg.timeout > 0 and not crew.tracks_progress:
+            warnings.warn(
+                f"config parpass.timeout={cfg.timeout:g} is not enforced for pass {_label(names)}: its workers "
+                "(on a cluster) do not say which function they run",
+                RuntimeWarning,
+                stacklevel=4,
+            )
         directory = scratch_dir()
         crew.begin_wave(directory)
         store_limit = max(_STORE_MIN, 4 * wave.nbytes // crew.size)
         placed, probes = _place(crew, wave, directory, store_limit, mod)
-        wave_path = write_wave(
-            wave.passes,
-            wave.context,
-            wave.names,
-            list(crew.stores),
-            placed,
-            wave.attrs,
-            wave.record,
-            wave.digests,
-            wave.cache_bytes,
-            store_limit,
-            probes,
+        wave_path = crew.publish(
+            WaveHeader(
+                wave.passes,
+                wave.context,
+                wave.names,
+                list(crew.stores),
+                *placed,
+                wave.attrs,
+                wave.record,
+                wave.digests,
+                wave.cache_bytes,
+                store_limit,
+                probes,
+            )
         )
         try:
             holder = cast("dict[bytes | None, int]", crew.owners).get  # None: a digest the parent lacks
@@ -655,11 +664,11 @@ class ParallelExecutor:
         except CrewLost as lost:
             self._fail_lost(crew, lost, names, wave.names, mod, ctx, passes, cfg)
         finally:
-            remove(wave_path)
+            crew.withdraw(wave_path)
 
     def _take(
         self,
-        crew: Crew,
+        crew: CrewLike,
         seat: int,
         answer: object,
         wave_path: str,
@@ -680,7 +689,7 @@ class ParallelExecutor:
 
     def _check_timeout(
         self,
-        crew: Crew,
+        crew: CrewLike,
         wave: _WaveInput,
         names: tuple[str, ...],
         mod: IRModule,
@@ -701,7 +710,7 @@ class ParallelExecutor:
 
     @staticmethod
     def _hand_out(
-        crew: Crew, dispatcher: Dispatcher, seat: int, wave_path: str, outstanding: list[int], run: _Run
+        crew: CrewLike, dispatcher: Dispatcher, seat: int, wave_path: str, outstanding: list[int], run: _Run
     ) -> None:
         chunk = dispatcher.next_chunk(seat)
         if chunk:
@@ -711,7 +720,7 @@ class ParallelExecutor:
 
     def _fail_lost(
         self,
-        crew: Crew,
+        crew: CrewLike,
         lost: CrewLost,
         names: tuple[str, ...],
         all_names: list[str],
@@ -724,10 +733,10 @@ class ParallelExecutor:
         died on its own), or :class:`_LostElsewhere` (killed from outside while idle, by another fault)."""
         busy = crew.running()
         dead = lost.lost.dead if lost.lost is not None else frozenset()
-        culprits = [all_names[b.function] for b in busy if b.pid in dead]
+        culprits = [all_names[i] for i in lost.suspects] or [all_names[b.function] for b in busy if b.pid in dead]
         if not culprits:
             raise _LostElsewhere(lost)
-        others = [all_names[b.function] for b in busy if b.pid not in dead]
+        others = [all_names[b.function] for b in busy if b.pid not in dead and all_names[b.function] not in culprits]
         self._fail_crash(lost.lost, names, culprits, others, mod, ctx, passes, cfg)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -1063,7 +1072,7 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
 
 
 def _place(
-    crew: Crew, wave: _WaveInput, directory: str, store_limit: int, mod: IRModule
+    crew: CrewLike, wave: _WaveInput, directory: str, store_limit: int, mod: IRModule
 ) -> tuple[tuple[list[int], list[int], list[int]], list[tuple[int, int, int, int]]]:
     """Where the crew reads each function's bytes, as columns (store, offset, length), and each probe's
     result, ``(index, store, offset, length)``: bytes no live store holds go into the parent's own store
@@ -1099,7 +1108,7 @@ def _flat(locations: list[tuple[str, int, int] | None], stores: Mapping[str, obj
     return flat if stores.keys() >= set(flat[0::3]) else None
 
 
-def _map_results(crew: Crew, run: _Run) -> None:
+def _map_results(crew: CrewLike, run: _Run) -> None:
     """The new bytes of every answer of ``run`` into ``run.views``, as views of the stores the workers wrote
     them to: each store mapped once, once every answer is in (the files outlive a worker that dies)."""
     ends: dict[str, int] = {}
@@ -1115,7 +1124,7 @@ def _map_results(crew: Crew, run: _Run) -> None:
     ]
 
 
-def _note_owners(crew: Crew, run: _Run, digests: list[bytes | None]) -> None:
+def _note_owners(crew: CrewLike, run: _Run, digests: list[bytes | None]) -> None:
     """Remember which seat holds each function of ``run``'s answers, for the next wave's affinity; past
     the bound (see :data:`_OWNERS_MIN`), forget the digests of functions neither in the wave (``digests``,
     None where the parent did not know it) nor in its answers (changed or not)."""

@@ -88,44 +88,12 @@ def _scratch_dir() -> str:
     return tempfile.gettempdir()
 
 
-def write_wave(
-    passes: bytes,
-    context: bytes,
-    names: list[str],
-    stores: list[str],
-    placed: tuple[list[int], list[int], list[int]],
-    module_attrs: bytes,
-    record_instruments: bool,
-    digests: list[bytes | None],
-    cache_budget: int,
-    store_limit: int,
-    probes: list[tuple[int, int, int, int]],
-) -> str:
-    """Write the wave file and return its path (the caller removes it).
-
-    Function i lies where ``placed`` says, as three columns: the index in ``stores``, the offset, the length.
-    """
-    where, offsets, lengths = placed
-    header = msgspec.msgpack.encode(
-        WaveHeader(
-            passes,
-            context,
-            names,
-            stores,
-            where,
-            offsets,
-            lengths,
-            module_attrs,
-            record_instruments,
-            digests,
-            cache_budget,
-            store_limit,
-            probes,
-        )
-    )
+def write_wave(header: WaveHeader) -> str:
+    """Write the wave file of ``header`` and return its path (the caller removes it)."""
+    data = msgspec.msgpack.encode(header)
     fd, path = tempfile.mkstemp(prefix=f"parpass-wave-{os.getpid()}-", suffix=".bin", dir=_scratch_dir())
     try:
-        write_all(fd, [_LEN.pack(len(header)), header])
+        write_all(fd, [_LEN.pack(len(data)), data])
     except BaseException:  # a full disk, Ctrl-C: the caller never learns the path
         os.close(fd)
         remove(path)

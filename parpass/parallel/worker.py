@@ -29,8 +29,9 @@ import pickle
 import time
 import traceback
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
+from typing import Protocol
 
 import cloudpickle
 import msgspec
@@ -58,7 +59,7 @@ from parpass.parallel.protocol import (
 )
 from parpass.parallel.resident import ResidentCache, digest_of
 from parpass.parallel.store import StoreReader, StoreWriter
-from parpass.parallel.wave import ProgressSlots, WaveFile
+from parpass.parallel.wave import ProgressSlots, WaveFile, WaveHeader
 from parpass.transform.context import PassContext, inside_pass
 from parpass.transform.executor import view_reason
 from parpass.transform.pass_info import PassInfo
@@ -79,6 +80,35 @@ _collect_every = _COLLECT_EVERY
 #: Whether a chunk froze what it built since this worker last collected (see run_chunk), and when it last did.
 _froze = False
 _collected_at = -_COLLECT_EVERY_MOST
+
+
+class WaveSource(Protocol):
+    """Where a worker reads a wave: the file of a local crew (:class:`~parpass.parallel.wave.WaveFile`), or
+    the bytes a cluster sent (:class:`parpass.parallel.cluster.WaveBytes`)."""
+
+    path: str  # the wave's name, which every answer carries back
+    header: WaveHeader
+
+    def stored_bytes(self, where: int, offset: int, length: int) -> memoryview: ...
+
+    def function_bytes(self, index: int) -> memoryview: ...
+
+    def close(self) -> None: ...
+
+
+class Progress(Protocol):
+    """Where a worker says which function it is running (see :class:`~parpass.parallel.wave.ProgressSlots`)."""
+
+    def start(self, slot: int, index: int) -> None: ...
+
+    def idle(self, slot: int) -> None: ...
+
+
+class ResultSink(Protocol):
+    """Where a chunk's new function bytes go: a store file (:class:`~parpass.parallel.store.StoreWriter`),
+    or the answer itself on a cluster. ``append`` returns the store's name and the blobs' offsets in it."""
+
+    def append(self, directory: str, limit: int, blobs: Sequence[bytes | memoryview]) -> tuple[str, list[int]]: ...
 
 
 _schedstat: tuple[int, int] | None = None  # (pid, descriptor of /proc/self/schedstat; -1: not available)
@@ -188,8 +218,8 @@ def _passes_of(pickled: bytes) -> list[FunctionLevelPass]:
 class _Wave:
     """A worker's state for one wave: the file, the passes, the context, the stage views."""
 
-    def __init__(self, path: str, cache: ResidentCache, readers: dict[str, StoreReader]) -> None:
-        self.file = WaveFile(path, readers)
+    def __init__(self, file: WaveSource, cache: ResidentCache) -> None:
+        self.file = file
         header = self.file.header
         self.cache = cache
         cache.resize(header.cache_budget)
@@ -315,15 +345,20 @@ def applies(p: FunctionLevelPass, func: BaseFunc) -> bool:
     return p.visits(type(func), func.attrs)
 
 
-class _Seat:
-    """A worker's serving state: its resident functions and the wave it serves now."""
+class Seat:
+    """A worker's serving state: its resident functions and the wave it serves now.
 
-    def __init__(self, seat: int, progress: ProgressSlots, store_prefix: str) -> None:
+    ``open_wave`` opens a wave by its name; ``store`` takes the new bytes of its chunks.
+    """
+
+    def __init__(
+        self, seat: int, progress: Progress, store: ResultSink, open_wave: Callable[[str], WaveSource]
+    ) -> None:
         self.seat = seat
         self.progress = progress
         self.cache = ResidentCache(0)
-        self.store = StoreWriter(store_prefix)
-        self.readers: dict[str, StoreReader] = {}
+        self.store = store
+        self.open_wave = open_wave
         self.wave: _Wave | None = None
 
     def wave_of(self, path: str) -> _Wave:
@@ -332,7 +367,7 @@ class _Seat:
             if wave is not None:  # a worker serves one wave at a time
                 self.wave = None
                 wave.close()
-            wave = self.wave = _Wave(path, self.cache, self.readers)
+            wave = self.wave = _Wave(self.open_wave(path), self.cache)
         return wave
 
     def close(self) -> None:
@@ -340,10 +375,6 @@ class _Seat:
             self.wave.close()
             self.wave = None
         self.cache.clear()
-        self.store.close()
-        for reader in self.readers.values():
-            reader.close()
-        self.readers.clear()
 
 
 def serve(
@@ -358,7 +389,9 @@ def serve(
     from multiprocessing.connection import Client
 
     progress = ProgressSlots(progress_path, seats, create=False)
-    state = _Seat(seat, progress, store_prefix)
+    store = StoreWriter(store_prefix)
+    readers: dict[str, StoreReader] = {}
+    state = Seat(seat, progress, store, lambda path: WaveFile(path, readers))
     served = 0
     try:
         with Client(address, family="AF_UNIX", authkey=authkey) as conn:
@@ -370,12 +403,15 @@ def serve(
                     break
                 if isinstance(message, Stop):
                     break
-                conn.send_bytes(encode(_serve_chunk(state, message)))
+                conn.send_bytes(encode(serve_chunk(state, message)))
                 served += 1
     except (EOFError, ConnectionError):  # the parent went away: nothing left to serve
         pass
     finally:
         state.close()
+        store.close()
+        for reader in readers.values():
+            reader.close()
         progress.close()
     return served
 
@@ -388,7 +424,6 @@ def _wait_for_work(conn: Connection, idle: float) -> bool:
     :func:`run_chunk`), unless it did less than ``_collect_every`` seconds ago
     (it collects once that much time has passed, if still idle).
     """
-    global _froze, _collected_at, _collect_every
     start = time.monotonic()
     deadline = start + idle
     if _froze:
@@ -397,17 +432,29 @@ def _wait_for_work(conn: Connection, idle: float) -> bool:
             return True
         if due >= deadline:
             return False
-        _froze = False
-        gc.unfreeze()
-        found = gc.collect()
-        gc.freeze()  # what survives, this process's imports included (see parpass.parallel.backend._mark_worker)
-        _collected_at = time.monotonic()
-        worth = found >= _WORTH_COLLECTING
-        _collect_every = _COLLECT_EVERY if worth else min(2 * _collect_every, _COLLECT_EVERY_MOST)
+        collect_frozen_garbage()
     return conn.poll(max(deadline - time.monotonic(), 0.0))
 
 
-def _serve_chunk(state: _Seat, message: RunChunk) -> ChunkDone | WorkerFailure:
+def collection_due(idle_since: float, now: float) -> bool:
+    """Whether a worker idle since ``idle_since`` should collect the garbage its chunks froze (see
+    :func:`_wait_for_work`)."""
+    return _froze and now >= max(idle_since + _COLLECT_AFTER, _collected_at + _collect_every)
+
+
+def collect_frozen_garbage() -> None:
+    """Collect the cyclic garbage the chunks froze, and space the next collection by what this one found."""
+    global _froze, _collected_at, _collect_every
+    _froze = False
+    gc.unfreeze()
+    found = gc.collect()
+    gc.freeze()  # what survives, this process's imports included (see parpass.parallel.backend._mark_worker)
+    _collected_at = time.monotonic()
+    worth = found >= _WORTH_COLLECTING
+    _collect_every = _COLLECT_EVERY if worth else min(2 * _collect_every, _COLLECT_EVERY_MOST)
+
+
+def serve_chunk(state: Seat, message: RunChunk) -> ChunkDone | WorkerFailure:
     try:
         return run_chunk(state.wave_of(message.wave), message.indices, state.progress, state.seat, state.store)
     except BaseException as err:  # a wave this worker cannot run at all: the parent reports it
@@ -418,7 +465,7 @@ def _serve_chunk(state: _Seat, message: RunChunk) -> ChunkDone | WorkerFailure:
         return WorkerFailure(type(err).__qualname__, _text(err), text)
 
 
-def run_chunk(wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot: int, store: StoreWriter) -> ChunkDone:
+def run_chunk(wave: _Wave, indices: Sequence[int], progress: Progress, slot: int, store: ResultSink) -> ChunkDone:
     """Apply the wave's chain of passes to the functions ``indices``; their new bytes go to ``store``."""
     global _froze
     start = time.perf_counter()
@@ -494,7 +541,7 @@ def _results(
     funcs: Sequence[BaseFunc | None],
     failed: Sequence[bool],
     changed_by: Sequence[int],
-    store: StoreWriter,
+    store: ResultSink,
     out: ChunkDone,
 ) -> None:
     """Encode what the chain changed into ``store``, keep every final function resident, list the results."""
@@ -530,7 +577,7 @@ def _results(
 
 
 def _inputs(
-    wave: _Wave, indices: Sequence[int], progress: ProgressSlots, slot: int, out: ChunkDone
+    wave: _Wave, indices: Sequence[int], progress: Progress, slot: int, out: ChunkDone
 ) -> list[BaseFunc | None]:
     """The functions ``indices``, resident or decoded; None for bytes that do not decode (a module can hold
     such bytes unread, e.g. after a load with ``validate=False``), reported as the function's error in the
@@ -574,4 +621,4 @@ def warm_up(pause: float = 0.0) -> int:
     return os.getpid()
 
 
-__all__ = ["applies", "pack_passes", "run_chunk", "serve", "warm_up"]
+__all__ = ["Seat", "applies", "pack_passes", "run_chunk", "serve", "serve_chunk", "warm_up"]

@@ -1,0 +1,455 @@
+"""Function-level passes on a Dask cluster (``pip install "parpass[dask]"``).
+
+The parent and the cluster's workers share nothing but the network. A wave's
+data (passes, context, every function's bytes) reaches each worker of the
+crew once, as one Dask data item; a chunk's answer carries the new bytes of
+the functions it changed, which the parent appends to its own result store,
+so the module it returns is exactly what a local run gives. A chunk goes to
+the worker that holds its functions decoded (a loose Dask worker restriction:
+when that worker is lost, Dask runs the chunk elsewhere), and each worker
+keeps the same bounded resident cache as a local one.
+
+Choose it with the config key ``parpass.scheduler`` (a scheduler address), or
+install a :class:`DaskBackend` over your own ``distributed.Client`` with
+:func:`~parpass.parallel.backend.set_backend`. Dask is imported only here, and
+only when a backend is made.
+
+Not yet on a cluster (the local backend has them): ``parpass.timeout`` (a
+warning says it is not enforced), and naming the one function that killed its
+worker: the chunk's functions are named instead (see :class:`ClusterCrew`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import queue
+import struct
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from parpass.parallel import backend as backend_mod
+from parpass.parallel import worker as worker_mod
+from parpass.parallel.backend import PoolLost, Task
+from parpass.parallel.crew import CrewLost, StoreKeeper
+from parpass.parallel.protocol import ChunkDone, FromWorker, RunChunk, decode_from_worker, encode
+from parpass.parallel.store import StoreReader
+from parpass.parallel.wave import Busy, WaveHeader, scratch_dir
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+#: distributed's Client and Future: typed loosely here (Dask is optional, and only partly annotated)
+Client = Any
+Future = Any
+
+_LEN = struct.Struct("<Q")
+
+#: Seconds to wait for a cluster's first worker, and for warm-up tasks.
+_WORKER_WAIT = 60.0
+#: Seconds an idle cluster worker's collector sleeps between looks (see parpass.parallel.worker).
+_COLLECT_POLL = 0.25
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the wave on the wire
+
+
+def pack_wave(header: WaveHeader, stores: Mapping[str, StoreReader]) -> bytes:
+    """One bytes object holding the wave ``header`` and every function's bytes (and each probe's), read from
+    the parent's ``stores``: what a cluster worker gets instead of a wave file it could not open."""
+    readers = [stores[path] for path in header.stores]
+    parts: list[memoryview] = []
+    offsets: list[int] = []
+    at = 0
+    for where, offset, length in zip(header.where, header.offsets, header.lengths, strict=True):
+        parts.append(readers[where].view(offset, length))
+        offsets.append(at)
+        at += length
+    probes: list[tuple[int, int, int, int]] = []
+    for index, where, offset, length in header.probes:
+        parts.append(readers[where].view(offset, length))
+        probes.append((index, 0, at, length))
+        at += length
+    packed = msgspec.structs.replace(header, stores=[""], where=[0] * len(offsets), offsets=offsets, probes=probes)
+    head = msgspec.msgpack.encode(packed)
+    return b"".join([_LEN.pack(len(head)), head, *parts])
+
+
+class WaveBytes:
+    """A wave as a cluster worker reads it (see :func:`pack_wave`); named ``path`` like a wave file."""
+
+    def __init__(self, path: str, payload: bytes) -> None:
+        self.path = path
+        view = memoryview(payload)
+        (size,) = _LEN.unpack_from(view, 0)
+        self.header = msgspec.msgpack.decode(view[_LEN.size : _LEN.size + size], type=WaveHeader)
+        self._data = view[_LEN.size + size :]
+
+    def stored_bytes(self, where: int, offset: int, length: int) -> memoryview:
+        return self._data[offset : offset + length]
+
+    def function_bytes(self, index: int) -> memoryview:
+        header = self.header
+        return self._data[header.offsets[index] : header.offsets[index] + header.lengths[index]]
+
+    def close(self) -> None:
+        """Nothing to release: the bytes go with the last reference."""
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# in a cluster worker
+
+
+class _AnswerBytes:
+    """Where a cluster chunk's new function bytes go: into its answer (a
+    :class:`~parpass.parallel.worker.ResultSink`)."""
+
+    def __init__(self) -> None:
+        self.blobs: list[bytes | memoryview] = []
+        self.size = 0
+
+    def append(self, directory: str, limit: int, blobs: Sequence[bytes | memoryview]) -> tuple[str, list[int]]:
+        offsets = []
+        for blob in blobs:
+            offsets.append(self.size)
+            self.size += len(blob)
+            self.blobs.append(blob)
+        return "", offsets
+
+    def take(self) -> bytes:
+        data = b"".join(self.blobs)
+        self.blobs, self.size = [], 0
+        return data
+
+
+class _NoProgress:
+    """Progress a cluster worker does not publish (the parent cannot read this node's memory)."""
+
+    def start(self, slot: int, index: int) -> None:
+        pass
+
+    def idle(self, slot: int) -> None:
+        pass
+
+
+class _ClusterSeat:
+    """This worker process's serving state, shared by its chunks (one at a time: see :data:`_LOCK`)."""
+
+    def __init__(self) -> None:
+        backend_mod.become_worker()
+        self.sink = _AnswerBytes()
+        self.payloads: dict[str, bytes] = {}
+        self.seat = worker_mod.Seat(0, _NoProgress(), self.sink, self._open)
+        self.idle_since = time.monotonic()
+        threading.Thread(target=self._collect_when_idle, name="parpass-collect", daemon=True).start()
+
+    def _open(self, name: str) -> WaveBytes:
+        payload = self.payloads.pop(name)
+        self.payloads.clear()  # a worker serves one wave at a time
+        return WaveBytes(name, payload)
+
+    def _collect_when_idle(self) -> None:
+        while True:
+            time.sleep(_COLLECT_POLL)
+            with _LOCK:
+                if worker_mod.collection_due(self.idle_since, time.monotonic()):
+                    worker_mod.collect_frozen_garbage()
+
+
+#: Chunks of one worker process run one at a time (a Dask worker may have several threads).
+_LOCK = threading.Lock()
+_seat: _ClusterSeat | None = None
+
+
+def _here() -> _ClusterSeat:
+    global _seat
+    if _seat is None:
+        _seat = _ClusterSeat()
+    return _seat
+
+
+def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[bytes, bytes, str]:
+    """The task of one chunk on a cluster worker: the encoded answer, the new bytes it refers to, and the
+    address of the worker that ran it (Dask may have moved the chunk from the one it was sent to)."""
+    from distributed import get_worker
+
+    with _LOCK:
+        here = _here()
+        if here.seat.wave is None or here.seat.wave.file.path != name:
+            here.payloads[name] = payload
+        try:
+            answer = worker_mod.serve_chunk(here.seat, RunChunk(name, indices))
+            blob = here.sink.take()
+        finally:
+            here.idle_since = time.monotonic()
+    return encode(answer), blob, get_worker().address
+
+
+def warm_cluster_worker() -> int:
+    """Load parpass in a cluster worker; its pid."""
+    with _LOCK:
+        _here()
+    return worker_mod.warm_up()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# in the parent
+
+
+class ClusterCrew(StoreKeeper):
+    """The seats of a wave on a cluster: one per worker address, in address order.
+
+    Every answer's new bytes land in the parent's own store; a chunk Dask ran
+    elsewhere than its seat counts as the seat that ran it. A chunk whose
+    workers kept dying (Dask's ``KilledWorker``, after the scheduler's
+    ``allowed-failures``) is reported as a crash of its functions; any other
+    loss of a chunk as a lost crew, which the executor retries.
+    """
+
+    tracks_progress = False
+
+    def __init__(self, client: Client, addresses: list[str], generation: int) -> None:
+        super().__init__()
+        self.client = client
+        self.addresses = addresses
+        self.size = len(addresses)
+        self.generation = generation
+        self.closed = False
+        self._seat_of = {address: seat for seat, address in enumerate(addresses)}
+        self._waves: dict[str, Future] = {}
+        self._pending: dict[Future, tuple[int, list[int]]] = {}
+        self._done: queue.SimpleQueue[Future] = queue.SimpleQueue()  # chunks done, as they come
+        self._directory = scratch_dir()
+        self._limit = 64 << 20
+
+    def begin_wave(self, directory: str) -> None:
+        super().begin_wave(directory)
+        self._directory = directory
+
+    def publish(self, header: WaveHeader) -> str:
+        self._limit = header.store_limit
+        payload = pack_wave(header, self.stores)
+        [future] = self.client.scatter([payload], workers=self.addresses, broadcast=True, hash=False)
+        self._waves[future.key] = future
+        return str(future.key)
+
+    def withdraw(self, wave: str) -> None:
+        future = self._waves.pop(wave, None)
+        if future is not None:
+            future.release()
+
+    def run(self, seat: int, wave: str, indices: list[int]) -> None:
+        future = self.client.submit(
+            run_cluster_chunk,
+            wave,
+            self._waves[wave],
+            indices,
+            workers=[self.addresses[seat]],
+            allow_other_workers=True,
+            pure=False,
+        )
+        self._pending[future] = (seat, indices)
+        future.add_done_callback(self._done.put)
+
+    def receive(self, timeout: float) -> list[tuple[int, FromWorker]]:
+        """The answers that arrive within ``timeout`` seconds, as (seat, message); raises :class:`CrewLost`."""
+        if not self._pending:
+            time.sleep(timeout)
+            return []
+        done: list[Future] = []
+        with contextlib.suppress(queue.Empty):
+            done.append(self._done.get(timeout=timeout))
+            while True:
+                done.append(self._done.get_nowait())
+        out: list[tuple[int, FromWorker]] = []
+        for future in done:
+            seat, indices = self._pending.pop(future, (-1, []))
+            if seat < 0:  # of a wave abandoned since
+                continue
+            if future.status != "finished":
+                raise self._loss(future, indices)
+            data, blob, address = future.result()
+            answer = decode_from_worker(data)
+            seat = self._seat_of.get(address, seat)
+            if isinstance(answer, ChunkDone) and answer.indices:
+                answer.store, (base,) = self.place(self._directory, self._limit, [blob])
+                answer.offsets = [base + offset for offset in answer.offsets]
+            out.append((seat, answer))
+        return out
+
+    def _loss(self, future: Future, indices: list[int]) -> CrewLost:
+        from distributed import KilledWorker
+
+        try:
+            error: BaseException | None = future.exception(timeout=_WORKER_WAIT)
+        except BaseException as err:  # cancelled: the client or the cluster went away
+            error = err
+        message = f"a cluster chunk was lost: {type(error).__name__}: {error}"
+        lost = PoolLost(message, self.generation)
+        if isinstance(error, KilledWorker):  # the scheduler blames the chunk: its workers kept dying in it
+            return CrewLost(message, lost, suspects=indices)
+        return CrewLost(message, lost)
+
+    def running(self) -> list[Busy]:
+        return []  # not known on a cluster (see the module docstring)
+
+    def store(self, seat: int, path: str) -> StoreReader:
+        return self.stores[path]  # every answer's bytes are in the parent's own store
+
+    def abandon(self) -> None:
+        """After a failed wave: cancel its chunks, and restart the workers still running one, so that no
+        worker goes on with it."""
+        running = {self.addresses[seat] for future, (seat, _) in self._pending.items() if not future.done()}
+        for future in list(self._pending):
+            future.cancel()
+        self._pending.clear()
+        if running:
+            with contextlib.suppress(Exception):
+                self.client.restart_workers(sorted(running), timeout=_WORKER_WAIT, raise_for_error=False)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for future in [*self._waves.values(), *self._pending]:
+            with contextlib.suppress(Exception):
+                future.release()
+        self._waves.clear()
+        self._pending.clear()
+        self.close_stores()
+
+
+class DaskBackend:
+    """Function-level passes on the workers of a Dask cluster (see the module docstring).
+
+    ``client`` is a ``distributed.Client``, or a scheduler address to connect
+    to (the backend then closes its client in :meth:`shutdown`). A pass uses
+    at most ``parpass.num_workers`` of the cluster's workers, the first ones
+    by address: the cluster's size is the cluster's to set.
+    """
+
+    def __init__(self, client: Client | str) -> None:
+        import distributed
+
+        connect: Any = distributed.Client
+        self._own = isinstance(client, str)
+        self.client: Client = connect(client, set_as_default=False) if isinstance(client, str) else client
+        self._generation = 0
+        self._crew: ClusterCrew | None = None
+        self._crew_lock = threading.Lock()
+        self._warmed: set[str] = set()
+        self._warming: threading.Thread | None = None
+
+    def addresses(self, num_workers: int) -> list[str]:
+        """The workers a pass on ``num_workers`` uses: the cluster's first ones by address (waits for one)."""
+        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        if not workers:
+            self.client.wait_for_workers(1, timeout=_WORKER_WAIT)
+            workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        return workers[:num_workers]
+
+    def submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Task:
+        task = Task(self._generation)
+        future = self.client.submit(fn, *args, pure=False)
+
+        def settle() -> None:
+            try:
+                task.set_result(future.result())
+            except BaseException as err:
+                from distributed import KilledWorker
+
+                lost = isinstance(err, KilledWorker) or future.cancelled()
+                task.set_exception(PoolLost(f"{type(err).__name__}: {err}", task.generation) if lost else err)
+
+        threading.Thread(target=settle, name="parpass-dask-task", daemon=True).start()
+        return task
+
+    def warm(self, num_workers: int) -> None:
+        addresses = [a for a in self.addresses(num_workers) if a not in self._warmed]
+        futures = [
+            self.client.submit(warm_cluster_worker, workers=[a], allow_other_workers=False, pure=False)
+            for a in addresses
+        ]
+        with contextlib.suppress(Exception):  # a lost worker: the wave's own chunks meet it
+            self.client.gather(futures)
+            self._warmed.update(addresses)
+
+    def ready(self, num_workers: int) -> bool:
+        if set(self.addresses(num_workers)) <= self._warmed:
+            return True
+        if self._warming is None or not self._warming.is_alive():
+            self._warming = threading.Thread(target=self.warm, args=(num_workers,), name="parpass-dask-warm")
+            self._warming.daemon = True
+            self._warming.start()
+        return False
+
+    def worker_pids(self) -> list[int]:
+        return sorted(self.client.run(os.getpid).values())
+
+    @contextlib.contextmanager
+    def crew(self, num_workers: int) -> Iterator[ClusterCrew]:
+        with self._crew_lock:
+            addresses = self.addresses(num_workers)
+            crew = self._crew
+            if crew is None or crew.closed or crew.addresses != addresses:
+                if crew is not None:
+                    crew.close()
+                self._generation += 1
+                crew = self._crew = ClusterCrew(self.client, addresses, self._generation)
+            try:
+                yield crew
+            except BaseException:
+                self._crew = None
+                crew.abandon()
+                crew.close()
+                raise
+
+    def kill(self, generation: int | None = None) -> None:
+        crew = self._crew
+        if crew is not None and generation in (None, crew.generation):
+            self._crew = None
+            with contextlib.suppress(Exception):
+                self.client.restart_workers(crew.addresses, timeout=_WORKER_WAIT, raise_for_error=False)
+            crew.close()
+
+    def shutdown(self) -> None:
+        crew, self._crew = self._crew, None
+        if crew is not None:
+            crew.close()
+        if self._own:
+            with contextlib.suppress(Exception):
+                self.client.close()
+
+
+_AT: dict[str, DaskBackend] = {}
+_AT_LOCK = threading.Lock()
+
+
+def backend_at(address: str) -> DaskBackend:
+    """The backend of the Dask scheduler at ``address`` (one client per address, for this process's life)."""
+    with _AT_LOCK:
+        found = _AT.get(address)
+        if found is None:
+            try:
+                found = _AT[address] = DaskBackend(address)
+            except ImportError as err:
+                raise ImportError(
+                    f"config parpass.scheduler={address!r} needs Dask: pip install 'parpass[dask]' ({err})"
+                ) from err
+        return found
+
+
+@atexit.register
+def close_clients() -> None:
+    """Close the clients :func:`backend_at` opened (at exit; a test may call it before its cluster closes)."""
+    with _AT_LOCK:
+        backends = list(_AT.values())
+        _AT.clear()
+    for found in backends:
+        found.shutdown()
