@@ -52,6 +52,8 @@ _LEN = struct.Struct("<Q")
 
 #: Seconds to wait for a cluster's first worker, and for warm-up tasks.
 _WORKER_WAIT = 60.0
+#: Seconds to wait for the other chunks of a worker that died in one (they fail with it, or finish elsewhere).
+_FELLOWS_WAIT = 5.0
 #: Seconds an idle cluster worker's collector sleeps between looks (see parpass.parallel.worker).
 _COLLECT_POLL = 0.25
 
@@ -174,11 +176,8 @@ def _here() -> _ClusterSeat:
     return _seat
 
 
-def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[bytes, bytes, str]:
-    """The task of one chunk on a cluster worker: the encoded answer, the new bytes it refers to, and the
-    address of the worker that ran it (Dask may have moved the chunk from the one it was sent to)."""
-    from distributed import get_worker
-
+def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[bytes, bytes]:
+    """The task of one chunk on a cluster worker: the encoded answer, and the new bytes it refers to."""
     with _LOCK:
         here = _here()
         if here.seat.wave is None or here.seat.wave.file.path != name:
@@ -188,7 +187,7 @@ def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[by
             blob = here.sink.take()
         finally:
             here.idle_since = time.monotonic()
-    return encode(answer), blob, get_worker().address
+    return encode(answer), blob
 
 
 def warm_cluster_worker() -> int:
@@ -202,11 +201,21 @@ def warm_cluster_worker() -> int:
 # in the parent
 
 
+def _error_of(future: Future) -> BaseException | None:
+    """The exception of a future that is done but did not finish (cancelled: the client or cluster left)."""
+    try:
+        error: BaseException | None = future.exception(timeout=_WORKER_WAIT)
+    except BaseException as err:
+        error = err
+    return error
+
+
 class ClusterCrew(StoreKeeper):
     """The seats of a wave on a cluster: one per worker address, in address order.
 
-    Every answer's new bytes land in the parent's own store; a chunk Dask ran
-    elsewhere than its seat counts as the seat that ran it. A chunk whose
+    Every answer's new bytes land in the parent's own store. A chunk Dask ran
+    elsewhere (its seat's worker was lost) still answers for its seat: the
+    next wave sends its functions back there, a miss that decodes. A chunk whose
     workers kept dying (Dask's ``KilledWorker``, after the scheduler's
     ``allowed-failures``) is reported as a crash of its functions; any other
     loss of a chunk as a lost crew, which the executor retries.
@@ -221,7 +230,6 @@ class ClusterCrew(StoreKeeper):
         self.size = len(addresses)
         self.generation = generation
         self.closed = False
-        self._seat_of = {address: seat for seat, address in enumerate(addresses)}
         self._waves: dict[str, Future] = {}
         self._pending: dict[Future, tuple[int, list[int]]] = {}
         self._done: queue.SimpleQueue[Future] = queue.SimpleQueue()  # chunks done, as they come
@@ -273,28 +281,35 @@ class ClusterCrew(StoreKeeper):
             if seat < 0:  # of a wave abandoned since
                 continue
             if future.status != "finished":
-                raise self._loss(future, indices)
-            data, blob, address = future.result()
+                raise self._loss(future, seat, indices)
+            data, blob = future.result()
             answer = decode_from_worker(data)
-            seat = self._seat_of.get(address, seat)
             if isinstance(answer, ChunkDone) and answer.indices:
                 answer.store, (base,) = self.place(self._directory, self._limit, [blob])
                 answer.offsets = [base + offset for offset in answer.offsets]
             out.append((seat, answer))
         return out
 
-    def _loss(self, future: Future, indices: list[int]) -> CrewLost:
+    def _loss(self, future: Future, seat: int, indices: list[int]) -> CrewLost:
+        """The :class:`CrewLost` for a chunk that did not finish. When the scheduler blames it (its workers
+        kept dying in it), the chunks queued with it on the same worker are blamed with it (Dask cannot
+        tell them apart), and their functions are the suspects."""
         from distributed import KilledWorker
 
-        try:
-            error: BaseException | None = future.exception(timeout=_WORKER_WAIT)
-        except BaseException as err:  # cancelled: the client or the cluster went away
-            error = err
+        error = _error_of(future)
         message = f"a cluster chunk was lost: {type(error).__name__}: {error}"
         lost = PoolLost(message, self.generation)
-        if isinstance(error, KilledWorker):  # the scheduler blames the chunk: its workers kept dying in it
-            return CrewLost(message, lost, suspects=indices)
-        return CrewLost(message, lost)
+        if not isinstance(error, KilledWorker):
+            return CrewLost(message, lost)
+        suspects = list(indices)
+        fellows = [f for f, (s, _) in self._pending.items() if s == seat]
+        deadline = time.monotonic() + _FELLOWS_WAIT
+        for fellow in fellows:
+            with contextlib.suppress(Exception):
+                fellow.exception(timeout=max(0.0, deadline - time.monotonic()))
+            if fellow.done() and isinstance(_error_of(fellow), KilledWorker):
+                suspects += self._pending[fellow][1]
+        return CrewLost(message, lost, suspects=sorted(suspects))
 
     def running(self) -> list[Busy]:
         return []  # not known on a cluster (see the module docstring)
@@ -435,7 +450,7 @@ def backend_at(address: str) -> DaskBackend:
     """The backend of the Dask scheduler at ``address`` (one client per address, for this process's life)."""
     with _AT_LOCK:
         found = _AT.get(address)
-        if found is None:
+        if found is None or found.client.status in ("closing", "closed"):  # shut down since: connect again
             try:
                 found = _AT[address] = DaskBackend(address)
             except ImportError as err:

@@ -1,0 +1,261 @@
+"""Function-level passes on a Dask cluster: a 2-worker LocalCluster of processes, sharing no scratch directory
+with the parent, gives the serial run's module, trace and errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from parallel_support import Recorder, module_bytes
+from ptest_passes import count_bindings, exits_worker, fails_on_some, keep_even, look_up_callees, tag_prim_funcs
+
+from parpass.errors import ParallelExecutionError, WorkerCrashedError
+from parpass.ir import IRModule, relax
+from parpass.parallel import cluster
+from parpass.parallel import default_executor as executor
+from parpass.passes import default_pipeline
+from parpass.testing import random_module
+from parpass.transform import PassContext, Sequential, function_pass
+
+distributed = pytest.importorskip("distributed")
+
+
+def _start(tmp: Path, name: str, **config: object) -> distributed.LocalCluster:
+    """A LocalCluster of 2 single-threaded worker processes whose scratch directory is ``tmp/name``."""
+    import dask
+
+    workers_scratch = tmp / name
+    workers_scratch.mkdir()
+    saved = os.environ.get("PARPASS_SCRATCH_DIR")
+    os.environ["PARPASS_SCRATCH_DIR"] = str(workers_scratch)  # the workers inherit it; the parent's is reset
+    try:
+        with dask.config.set(config):
+            return distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50
+            )
+    finally:
+        if saved is None:
+            del os.environ["PARPASS_SCRATCH_DIR"]
+        else:
+            os.environ["PARPASS_SCRATCH_DIR"] = saved
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The scheduler address of a 2-worker LocalCluster, and its workers' scratch directory."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    local = _start(tmp, "workers")
+    try:
+        yield local.scheduler_address, tmp / "workers"
+    finally:
+        cluster.close_clients()
+        local.close()
+
+
+@pytest.fixture
+def parent_scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The parent's own scratch directory for the test (not the workers')."""
+    where = tmp_path / "parent"
+    where.mkdir()
+    monkeypatch.setenv("PARPASS_SCRATCH_DIR", str(where))
+    return where
+
+
+def _on(address: str, workers: int = 2, **config: object) -> PassContext:
+    cfg: dict[str, object] = {"parpass.num_workers": workers, "parpass.parallel": "always"}
+    cfg["parpass.scheduler"] = address
+    cfg.update(config)
+    return PassContext(config=cfg)
+
+
+def _serial(pipeline, mod: IRModule, **config: object) -> IRModule:  # type: ignore[no-untyped-def]
+    with PassContext(config={"parpass.num_workers": 1, **config}):
+        return pipeline(mod)
+
+
+PIPELINES = {
+    "one pass": count_bindings,
+    "partly unchanged": keep_even,
+    "fused chain with lookups": Sequential([count_bindings, look_up_callees, keep_even, tag_prim_funcs]),
+    "default pipeline": default_pipeline(2),
+}
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("pipeline", sorted(PIPELINES))
+def test_byte_identical_to_serial_on_a_cluster(
+    dask_cluster: tuple[str, Path], parent_scratch: Path, pipeline: str, fuse: bool
+) -> None:
+    address, workers_scratch = dask_cluster
+    mod = random_module(num_functions=30, num_prim_funcs=10, size=8, seed=5)
+    before = module_bytes(mod)
+    serial = _serial(PIPELINES[pipeline], mod, **{"parpass.fuse_passes": fuse})
+    executor.forget()
+    with _on(address, **{"parpass.fuse_passes": fuse}):
+        out = PIPELINES[pipeline](mod)
+    assert module_bytes(out) == module_bytes(serial)
+    assert module_bytes(mod) == before
+    assert any(s.parallel for s in executor.history)  # it did run on the cluster
+    assert sorted(os.listdir(workers_scratch)) == []  # workers wrote no file where they would on one machine
+
+
+def test_no_wave_file_and_no_file_the_workers_read(
+    dask_cluster: tuple[str, Path], parent_scratch: Path, monkeypatch: pytest.MonkeyPatch, small_module: IRModule
+) -> None:
+    """The parent writes no wave file; what it keeps (its result stores) lies only in its own directory, gone
+    once the crew closes; the workers' directory stays empty."""
+    from parpass.parallel import crew
+
+    def no_wave_file(header: object) -> str:
+        raise AssertionError("a wave file was written for a cluster")
+
+    monkeypatch.setattr(crew, "write_wave", no_wave_file)
+    address, workers_scratch = dask_cluster
+    with _on(address):
+        out = Sequential([count_bindings, keep_even])(small_module)
+    assert module_bytes(out) == module_bytes(_serial(Sequential([count_bindings, keep_even]), small_module))
+    assert all(name.startswith("parpass-store-") for name in os.listdir(parent_scratch))
+    assert os.listdir(workers_scratch) == []
+    cluster.close_clients()  # closes the crew: its stores go
+    assert os.listdir(parent_scratch) == []
+
+
+def test_instrument_trace_is_the_serial_one(dask_cluster: tuple[str, Path], parent_scratch: Path) -> None:
+    address, _ = dask_cluster
+    mod = random_module(num_functions=20, num_prim_funcs=6, size=8, seed=2)
+    pipeline = Sequential([count_bindings, look_up_callees, keep_even])
+    serial: list[tuple[str, ...]] = []
+    with PassContext(instruments=[Recorder(serial)], config={"parpass.num_workers": 1}):
+        pipeline(mod)
+    remote: list[tuple[str, ...]] = []
+    with PassContext(
+        instruments=[Recorder(remote)],
+        config={"parpass.num_workers": 2, "parpass.parallel": "always", "parpass.scheduler": address},
+    ):
+        pipeline(mod)
+    assert remote == serial
+
+
+def test_a_pass_error_is_the_serial_one(
+    dask_cluster: tuple[str, Path], parent_scratch: Path, small_module: IRModule
+) -> None:
+    address, _ = dask_cluster
+    before = module_bytes(small_module)
+    with pytest.raises(Exception) as serial, PassContext(config={"parpass.num_workers": 1}):
+        fails_on_some(small_module)
+    with pytest.raises(Exception) as remote, _on(address):
+        fails_on_some(small_module)
+    assert type(remote.value) is type(serial.value)
+    assert str(remote.value) == str(serial.value)
+    assert getattr(remote.value, "__notes__", [])[0] == getattr(serial.value, "__notes__", [])[0]
+    assert module_bytes(small_module) == before
+
+
+def test_num_workers_caps_the_workers_used(dask_cluster: tuple[str, Path], small_module: IRModule) -> None:
+    address, _ = dask_cluster
+    backend = cluster.backend_at(address)
+    assert len(backend.addresses(1)) == 1
+    assert len(backend.addresses(8)) == 2  # the cluster's size is the cluster's
+    with _on(address, workers=1):
+        out = count_bindings(small_module)
+    assert module_bytes(out) == module_bytes(_serial(count_bindings, small_module))
+
+
+def test_a_timeout_is_not_enforced_and_says_so(dask_cluster: tuple[str, Path], small_module: IRModule) -> None:
+    address, _ = dask_cluster
+    with warnings.catch_warnings(record=True) as caught, _on(address, **{"parpass.timeout": 30.0}):
+        warnings.simplefilter("always")
+        count_bindings(small_module)
+    assert any("parpass.timeout=30 is not enforced" in str(w.message) for w in caught)
+
+
+@function_pass(opt_level=0, name="SlowRebuild")
+def slow_rebuild(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    time.sleep(0.05)
+    return func.with_attr("rebuilt", True)
+
+
+def test_a_worker_killed_from_outside_mid_wave_is_retried_elsewhere(tmp_path: Path) -> None:
+    """SIGKILL one worker while the wave runs: Dask runs its chunks on the other, and the call returns the
+    serial run's module."""
+    local = _start(tmp_path, "workers")
+    try:
+        address = local.scheduler_address
+        mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=3)
+        expected = module_bytes(_serial(slow_rebuild, mod))
+        backend = cluster.backend_at(address)
+        backend.warm(2)
+        victim = backend.worker_pids()[0]
+        killer = threading.Timer(0.6, os.kill, (victim, signal.SIGKILL))
+        killer.start()
+        try:
+            with _on(address):
+                out = slow_rebuild(mod)
+        finally:
+            killer.cancel()
+        assert module_bytes(out) == expected
+        assert victim not in backend.worker_pids()
+    finally:
+        cluster.close_clients()
+        local.close()
+
+
+def test_a_pass_that_kills_its_workers_is_reported_naming_pass_and_functions(
+    tmp_path: Path, small_module: IRModule
+) -> None:
+    local = _start(tmp_path, "workers", **{"distributed.scheduler.allowed-failures": 0})
+    try:
+        before = module_bytes(small_module)
+        with pytest.raises(WorkerCrashedError) as err, _on(local.scheduler_address):
+            exits_worker(small_module)
+        assert err.value.pass_name == repr("ExitsWorker")
+        assert "main" in err.value.functions
+        assert "KilledWorker" in str(err.value)
+        assert module_bytes(small_module) == before
+        with _on(local.scheduler_address):  # the next pass works
+            out = count_bindings(small_module)
+        assert module_bytes(out) == module_bytes(_serial(count_bindings, small_module))
+    finally:
+        cluster.close_clients()
+        local.close()
+
+
+def test_a_pass_module_the_workers_lack_is_named(
+    dask_cluster: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_module: IRModule
+) -> None:
+    """A module on the parent's path only (the workers started before it was there): the error names it."""
+    source = tmp_path / "only_here_passes.py"
+    source.write_text(
+        "from parpass.transform import function_pass\n"
+        "@function_pass(opt_level=0, name='OnlyHere')\n"
+        "def only_here(func, mod, ctx):\n"
+        "    return func.with_attr('here', True)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import only_here_passes  # type: ignore[import-not-found]
+
+    address, _ = dask_cluster
+    with pytest.raises(ParallelExecutionError, match="only_here_passes") as err, _on(address):
+        only_here_passes.only_here(small_module)
+    assert err.value.pass_name == repr("OnlyHere")
+    sys.modules.pop("only_here_passes", None)
+
+
+def test_a_bad_scheduler_address_names_the_key() -> None:
+    from parpass.transform.config import PassConfigError
+
+    with pytest.raises(PassConfigError, match=r"'parpass\.scheduler'.*'localhost:8786'"):
+        PassContext(config={"parpass.scheduler": "localhost:8786"})
+
+
+def test_without_dask_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(ImportError, match=r"parpass\[dask\]"):
+        cluster.backend_at("tcp://127.0.0.1:1")
