@@ -394,7 +394,7 @@ class LokyBackend:
                     crew.close()
                 self.warm(num_workers)
                 crew = self._crew = Crew(self._submit, num_workers, self._crew_idle)
-                _close_crew_before_loky_exits(self)
+            _close_crew_before_loky_exits(self)
             try:
                 yield crew
             except BaseException:
@@ -448,21 +448,22 @@ class LokyBackend:
                 pool.kill()
 
 
-_EXIT_HOOKED: set[int] = set()
-
-
 def _close_crew_before_loky_exits(backend: LokyBackend) -> None:
     """At interpreter exit, let the crew's seats go before loky waits for its workers' tasks to end.
 
     loky's exit hook (a :mod:`threading` one, which runs before :mod:`atexit`)
     joins its manager thread, which waits for every running task: a seat serves
-    until it is let go or idles out. Hooks registered later run first.
+    until it is let go or idles out (two minutes). Hooks registered later run
+    first, and loky registers its hook again each time a process pool starts
+    (ours, or any other in this process): ours is registered again whenever
+    it is no longer the last.
     """
-    if id(backend) in _EXIT_HOOKED:
-        return
-    _EXIT_HOOKED.add(id(backend))
+    hooks = getattr(threading, "_threading_atexits", None)
     register = getattr(threading, "_register_atexit", None)
-    if register is None:  # pragma: no cover
+    if hooks is None or register is None:  # pragma: no cover
+        return
+    last = getattr(hooks[-1], "func", None) if hooks else None
+    if last == backend.close_crew:
         return
     with contextlib.suppress(RuntimeError):  # already shutting down
         register(backend.close_crew)

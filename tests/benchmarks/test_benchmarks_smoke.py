@@ -35,6 +35,7 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
         "bench_passes.py",
         "bench_serialization.py",
         "bench_statistics.py",
+        "bench_cluster.py",
     ],
 )
 def test_help_describes_the_script(name: str) -> None:
@@ -59,6 +60,24 @@ def test_bench_parallel_prints_warm_cold_quiet_and_loaded_figures() -> None:
     assert "targets missed:" in out
     assert "in every figure (warm and cold, quiet and loaded): " in out
     assert "outputs byte-identical to the in-process run: yes" in out
+
+
+def test_bench_cluster_compares_the_backends_on_a_local_cluster() -> None:
+    pytest.importorskip("distributed")
+    proc = run_script("bench_cluster.py", "--functions", "12", "--repeat", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "machine headroom (2 processes against 1): " in out
+    assert "latency per chunk: local " in out and " ms, cluster " in out
+    assert out.count("x ") >= 4  # both cases, both backends
+    assert "heavy " in out and "default pipeline " in out
+    assert "MISS" in out.splitlines()[3] or " ok" in out.splitlines()[3]
+
+
+def test_bench_cluster_refuses_one_worker() -> None:
+    proc = run_script("bench_cluster.py", "--workers", "1")
+    assert proc.returncode == 2
+    assert "--workers >= 2" in proc.stderr
 
 
 def test_bench_parallel_refuses_a_repeat_of_zero() -> None:

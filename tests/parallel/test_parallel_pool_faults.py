@@ -315,3 +315,21 @@ def _own_lines(err: str) -> list[str]:
         skip = False
         out.append(line)
     return out
+
+
+def test_the_crew_closes_before_a_loky_pool_started_after_it_waits_at_exit(small_module: IRModule) -> None:
+    """loky registers its exit hook (which waits for every running task: a crew's seats serve for minutes)
+    again each time a pool starts; the next wave puts parpass's hook, which lets the seats go, after it."""
+    from loky import ProcessPoolExecutor
+
+    from parpass.parallel import get_backend
+
+    with parallel_ctx(2):
+        count_bindings(small_module)
+    with ProcessPoolExecutor(1) as other:  # someone else's pool: loky's hook goes last
+        other.submit(int).result()
+    hooks = threading._threading_atexits  # type: ignore[attr-defined]
+    assert hooks[-1].func != get_backend().close_crew  # type: ignore[attr-defined]
+    with parallel_ctx(2):
+        count_bindings(small_module)
+    assert hooks[-1].func == get_backend().close_crew  # type: ignore[attr-defined]

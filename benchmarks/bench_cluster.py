@@ -1,0 +1,146 @@
+"""Dask cluster backend against the local (loky) one, measured in one run on this machine.
+
+Starts a ``LocalCluster`` of ``--workers`` single-threaded worker processes and
+times, in interleaved rounds, each case in-process (``parpass.num_workers = 1``),
+on the local workers, and on the cluster's (both ``parpass.parallel = "always"``,
+so that the figures measure the backends, not ``auto``'s choice):
+
+- heavy: one CPU-heavy function pass (``bench_parallel``'s register-pressure
+  schedule search) on ``random_module(--functions)``;
+- default pipeline: ``default_pipeline(2)`` on the same module with prim funcs
+  (what ``parpass opt`` runs), fused.
+
+It prints each backend's speedup over in-process (median of ``--repeat``
+ratios), the cluster's as a share of the local one (target: the heavy pass
+>= 90%), the machine headroom measured in the same run, and each backend's
+latency per chunk (a wave of one tiny function per chunk: the wall time of the
+wave over its chunks). Exit status 1 if any output differs from in-process.
+
+    python benchmarks/bench_cluster.py [--functions 2000] [--workers 2] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench_parallel import schedule_search
+from benchutil import machine_headroom, median_ratio, module_digest, sigterm_as_exit
+
+from parpass.ir import IRModule, relax
+from parpass.parallel import cluster, shutdown
+from parpass.parallel import default_executor as executor
+from parpass.passes import default_pipeline
+from parpass.testing import random_module
+from parpass.transform import Pass, PassContext, function_pass
+
+#: The heavy pass on the cluster must reach this share of the local backend's speedup.
+CLUSTER_SHARE = 0.90
+
+
+@function_pass(opt_level=0, name="Touch")
+def touch(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Next to no work: what a wave of it costs is the backend's own latency."""
+    return func
+
+
+def contexts(workers: int, address: str) -> dict[str, Callable[[], PassContext]]:
+    base = {"parpass.parallel": "always", "parpass.num_workers": workers}
+    return {
+        "in-process": lambda: PassContext(opt_level=3, config={"parpass.num_workers": 1}),
+        "local": lambda: PassContext(opt_level=3, config=base),
+        "cluster": lambda: PassContext(opt_level=3, config={**base, "parpass.scheduler": address}),
+    }
+
+
+def time_case(pass_: Pass, mod: IRModule, ways: dict[str, Callable[[], PassContext]], repeat: int) -> dict[str, Any]:
+    """Seconds of ``pass_(mod)`` each way, ``repeat`` samples each, interleaved after one warm-up round; and
+    whether every way's output is the in-process one."""
+    samples: dict[str, list[float]] = {way: [] for way in ways}
+    digests: dict[str, str] = {}
+    for round_ in range(repeat + 1):
+        for way, ctx in ways.items():
+            with ctx():
+                start = time.perf_counter()
+                out = pass_(mod)
+                elapsed = time.perf_counter() - start
+            if round_:
+                samples[way].append(elapsed)
+            digests[way] = module_digest(out)
+    return {"samples": samples, "identical": len(set(digests.values())) == 1}
+
+
+def chunk_latency(ways: dict[str, Callable[[], PassContext]], workers: int, repeat: int) -> dict[str, float]:
+    """Per backend, the median over ``repeat`` waves of Touch on one tiny function per chunk: wall / chunks."""
+    mod = random_module(num_functions=4 * workers, num_prim_funcs=0, size=2, seed=1)
+    out: dict[str, float] = {}
+    for way in ("local", "cluster"):
+        per_chunk = []
+        for _ in range(repeat + 1):
+            executor.history.clear()
+            with ways[way]():
+                touch(mod)
+            wave = executor.history[-1]
+            per_chunk.append(wave.wall / max(wave.chunks, 1))
+        out[way] = statistics.median(per_chunk[1:])
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--functions", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    if args.functions < 1 or args.workers < 2 or args.repeat < 1:
+        parser.error("--functions and --repeat must be >= 1, --workers >= 2")
+    from distributed import LocalCluster
+
+    with sigterm_as_exit():
+        local_cluster = LocalCluster(
+            n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50
+        )
+        try:
+            return run(args, local_cluster.scheduler_address)
+        finally:
+            cluster.close_clients()
+            local_cluster.close()
+            shutdown()  # the local workers too: a loky pool started after their crew would wait for its seats
+
+
+def run(args: argparse.Namespace, address: str) -> int:
+    ways = contexts(args.workers, address)
+    headroom = machine_headroom(args.workers)
+    print(f"machine headroom ({args.workers} processes against 1): {headroom:.2f}x")
+    latency = chunk_latency(ways, args.workers, args.repeat)
+    print(f"latency per chunk: local {latency['local'] * 1e3:.2f} ms, cluster {latency['cluster'] * 1e3:.2f} ms")
+    heavy_mod = random_module(num_functions=args.functions, seed=0)
+    pipeline_mod = random_module(num_functions=args.functions, num_prim_funcs=args.functions // 2, seed=0)
+    cases = {"heavy": (schedule_search, heavy_mod), "default pipeline": (default_pipeline(2), pipeline_mod)}
+    identical = True
+    print(f"{'case':18} {'in-process':>11} {'local':>15} {'cluster':>15} {'cluster/local':>14}")
+    for name, (pass_, mod) in cases.items():
+        found = time_case(pass_, mod, ways, args.repeat)
+        identical &= found["identical"]
+        s = found["samples"]
+        local = median_ratio(s["in-process"], s["local"])
+        remote = median_ratio(s["in-process"], s["cluster"])
+        share = remote / local
+        target = (" ok" if share >= CLUSTER_SHARE else " MISS") if name == "heavy" else ""
+        print(
+            f"{name:18} {statistics.median(s['in-process']) * 1e3:9.0f}ms "
+            f"{local:6.2f}x {statistics.median(s['local']) * 1e3:6.0f}ms "
+            f"{remote:6.2f}x {statistics.median(s['cluster']) * 1e3:6.0f}ms {share:13.0%}{target}"
+        )
+    print(f"machine headroom after: {machine_headroom(args.workers):.2f}x")
+    if not identical:
+        print("OUTPUT DIFFERS from the in-process run", file=sys.stderr)
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
