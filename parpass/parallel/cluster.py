@@ -14,9 +14,9 @@ install a :class:`DaskBackend` over your own ``distributed.Client`` with
 :func:`~parpass.parallel.backend.set_backend`. Dask is imported only here, and
 only when a backend is made.
 
-Not yet on a cluster (the local backend has them): ``parpass.timeout`` (a
-warning says it is not enforced), and naming the one function that killed its
-worker: the chunk's functions are named instead (see :class:`ClusterCrew`).
+Not yet on a cluster (the local backend has it): naming the one function that
+killed its worker; the functions of the chunks it held are named instead (see
+:class:`ClusterCrew`).
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ _LEN = struct.Struct("<Q")
 _WORKER_WAIT = 60.0
 #: Seconds to wait for the other chunks of a worker that died in one (they fail with it, or finish elsewhere).
 _FELLOWS_WAIT = 5.0
+#: Seconds between two questions to a cluster's workers about what they run (see ClusterCrew.running).
+_ASK_EVERY = 0.25
 #: Seconds an idle cluster worker's collector sleeps between looks (see parpass.parallel.worker).
 _COLLECT_POLL = 0.25
 
@@ -130,14 +132,20 @@ class _AnswerBytes:
         return data
 
 
-class _NoProgress:
-    """Progress a cluster worker does not publish (the parent cannot read this node's memory)."""
+class _Progress:
+    """Which function this worker runs, since when (a :class:`~parpass.parallel.worker.Progress`): kept in its
+    memory, which the parent reads through Dask (:func:`running_here`) when a chunk runs long."""
+
+    def __init__(self) -> None:
+        self.wave = ""
+        self.index = -1
+        self.since = 0.0
 
     def start(self, slot: int, index: int) -> None:
-        pass
+        self.index, self.since = index, time.monotonic()
 
     def idle(self, slot: int) -> None:
-        pass
+        self.index = -1
 
 
 class _ClusterSeat:
@@ -146,8 +154,9 @@ class _ClusterSeat:
     def __init__(self) -> None:
         backend_mod.become_worker()
         self.sink = _AnswerBytes()
+        self.progress = _Progress()
         self.payloads: dict[str, bytes] = {}
-        self.seat = worker_mod.Seat(0, _NoProgress(), self.sink, self._open)
+        self.seat = worker_mod.Seat(0, self.progress, self.sink, self._open)
         self.idle_since = time.monotonic()
         threading.Thread(target=self._collect_when_idle, name="parpass-collect", daemon=True).start()
 
@@ -182,12 +191,23 @@ def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[by
         here = _here()
         if here.seat.wave is None or here.seat.wave.file.path != name:
             here.payloads[name] = payload
+        here.progress.wave = name
         try:
             answer = worker_mod.serve_chunk(here.seat, RunChunk(name, indices))
             blob = here.sink.take()
         finally:
             here.idle_since = time.monotonic()
     return encode(answer), blob
+
+
+def running_here() -> tuple[str, int, float, int] | None:
+    """What this cluster worker runs now: (wave, function index, seconds, pid); None when idle. Dask runs it
+    in the worker's event loop, beside the chunk's thread."""
+    here = _seat
+    if here is None or here.progress.index < 0:
+        return None
+    progress = here.progress
+    return progress.wave, progress.index, time.monotonic() - progress.since, os.getpid()
 
 
 def warm_cluster_worker() -> int:
@@ -199,6 +219,11 @@ def warm_cluster_worker() -> int:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # in the parent
+
+
+def _known_keys(keys: list[str], dask_scheduler: Any = None) -> list[str]:
+    """On the scheduler: which of ``keys`` it still tracks."""
+    return [key for key in keys if key in dask_scheduler.tasks]
 
 
 def _error_of(future: Future) -> BaseException | None:
@@ -221,8 +246,6 @@ class ClusterCrew(StoreKeeper):
     loss of a chunk as a lost crew, which the executor retries.
     """
 
-    tracks_progress = False
-
     def __init__(self, client: Client, addresses: list[str], generation: int) -> None:
         super().__init__()
         self.client = client
@@ -232,6 +255,10 @@ class ClusterCrew(StoreKeeper):
         self.closed = False
         self._waves: dict[str, Future] = {}
         self._pending: dict[Future, tuple[int, list[int]]] = {}
+        self._sent: dict[Future, float] = {}  # when each pending chunk was sent (time.monotonic)
+        self._late: set[int] = set()  # seats found running one function past the limit asked about
+        self._asked = 0.0  # when the workers were last asked what they run
+        self._wave = ""
         self._done: queue.SimpleQueue[Future] = queue.SimpleQueue()  # chunks done, as they come
         self._directory = scratch_dir()
         self._limit = 64 << 20
@@ -245,7 +272,8 @@ class ClusterCrew(StoreKeeper):
         payload = pack_wave(header, self.stores)
         [future] = self.client.scatter([payload], workers=self.addresses, broadcast=True, hash=False)
         self._waves[future.key] = future
-        return str(future.key)
+        self._wave = str(future.key)
+        return self._wave
 
     def withdraw(self, wave: str) -> None:
         future = self._waves.pop(wave, None)
@@ -263,6 +291,7 @@ class ClusterCrew(StoreKeeper):
             pure=False,
         )
         self._pending[future] = (seat, indices)
+        self._sent[future] = time.monotonic()
         future.add_done_callback(self._done.put)
 
     def receive(self, timeout: float) -> list[tuple[int, FromWorker]]:
@@ -278,6 +307,7 @@ class ClusterCrew(StoreKeeper):
         out: list[tuple[int, FromWorker]] = []
         for future in done:
             seat, indices = self._pending.pop(future, (-1, []))
+            self._sent.pop(future, None)
             if seat < 0:  # of a wave abandoned since
                 continue
             if future.status != "finished":
@@ -311,22 +341,55 @@ class ClusterCrew(StoreKeeper):
                 suspects += self._pending[fellow][1]
         return CrewLost(message, lost, suspects=sorted(suspects))
 
-    def running(self) -> list[Busy]:
-        return []  # not known on a cluster (see the module docstring)
+    def running(self, longer_than: float = 0.0) -> list[Busy]:
+        """What the seats run, asked of the workers (a round trip through the scheduler) only when a chunk
+        was sent more than ``longer_than`` seconds ago, and at most every :data:`_ASK_EVERY` seconds."""
+        now = time.monotonic()
+        oldest = min(self._sent.values(), default=now)
+        if now - oldest <= longer_than or now - self._asked < _ASK_EVERY:
+            return []
+        self._asked = now
+        seats = sorted({seat for future, (seat, _) in self._pending.items() if self._sent[future] < now - longer_than})
+        try:
+            found = self.client.run(running_here, workers=[self.addresses[seat] for seat in seats], on_error="return")
+        except Exception:  # a worker lost meanwhile: the chunk's own future reports it
+            return []
+        busy = []
+        for seat in seats:
+            what = found.get(self.addresses[seat])
+            if isinstance(what, tuple) and what[0] == self._wave:
+                _, index, seconds, pid = what
+                busy.append(Busy(seat, index, seconds, pid))
+                if seconds > longer_than > 0:
+                    self._late.add(seat)
+        return busy
 
     def store(self, seat: int, path: str) -> StoreReader:
         return self.stores[path]  # every answer's bytes are in the parent's own store
 
     def abandon(self) -> None:
-        """After a failed wave: cancel its chunks, and restart the workers still running one, so that no
-        worker goes on with it."""
-        running = {self.addresses[seat] for future, (seat, _) in self._pending.items() if not future.done()}
-        for future in list(self._pending):
-            future.cancel()
-        self._pending.clear()
-        if running:
+        """After a failed wave: cancel its chunks, and restart the workers that ran a function past the
+        timeout (only those: a chunk cancelled while it runs ends on its own)."""
+        if self._pending:
             with contextlib.suppress(Exception):
-                self.client.restart_workers(sorted(running), timeout=_WORKER_WAIT, raise_for_error=False)
+                self._cancel(list(self._pending))
+        self._pending.clear()
+        self._sent.clear()
+        late = sorted(self.addresses[seat] for seat in self._late)
+        self._late.clear()
+        if late:
+            with contextlib.suppress(Exception):
+                self.client.restart_workers(late, timeout=_WORKER_WAIT, raise_for_error=False)
+
+    def _cancel(self, futures: list[Future]) -> None:
+        """Cancel ``futures`` and wait until the scheduler has forgotten them: a cancellation travels on the
+        client's batched stream, and a restart (an RPC of its own) that overtook it would have the scheduler
+        run the chunks of the restarted worker elsewhere."""
+        keys = [future.key for future in futures]
+        self.client.cancel(futures, force=True)
+        deadline = time.monotonic() + _WORKER_WAIT
+        while self.client.run_on_scheduler(_known_keys, keys) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def close(self) -> None:
         if self.closed:

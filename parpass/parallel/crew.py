@@ -61,8 +61,6 @@ class CrewLike(Protocol):
     generation: int
     owners: dict[bytes, int]
     stores: dict[str, StoreReader]
-    #: whether :meth:`running` says what each seat runs (what enforces ``parpass.timeout``)
-    tracks_progress: bool
 
     def begin_wave(self, directory: str) -> None: ...
 
@@ -78,7 +76,10 @@ class CrewLike(Protocol):
 
     def store(self, seat: int, path: str) -> StoreReader: ...
 
-    def running(self) -> list[Busy]: ...
+    def running(self, longer_than: float = 0.0) -> list[Busy]:
+        """What each busy seat is running now, and for how long: at least the functions running for more
+        than ``longer_than`` seconds (a crew may leave out the others, where asking costs)."""
+        ...
 
     def files(self) -> list[str]: ...
 
@@ -171,8 +172,6 @@ class Crew(StoreKeeper):
 
     ``submit(size, fn, *args)`` runs a task on that pool (a backend's submission).
     """
-
-    tracks_progress = True
 
     def __init__(self, submit: Callable[..., Task], size: int, idle: float) -> None:
         from parpass.parallel.worker import serve
@@ -282,7 +281,7 @@ class Crew(StoreKeeper):
         """The wave ``wave`` is over (its chunks answered, or the wave failed)."""
         remove(wave)
 
-    def running(self) -> list[Busy]:
+    def running(self, longer_than: float = 0.0) -> list[Busy]:
         """What each busy seat is running now (its progress slot), and for how long."""
         return self.progress.running()
 

@@ -609,13 +609,6 @@ class ParallelExecutor:
         """
         parent = 0.0
         t0 = time.perf_counter()
-        if cfg.timeout > 0 and not crew.tracks_progress:
-            warnings.warn(
-                f"config parpass.timeout={cfg.timeout:g} is not enforced for pass {_label(names)}: its workers "
-                "(on a cluster) do not say which function they run",
-                RuntimeWarning,
-                stacklevel=4,
-            )
         directory = scratch_dir()
         crew.begin_wave(directory)
         store_limit = max(_STORE_MIN, 4 * wave.nbytes // crew.size)
@@ -698,7 +691,7 @@ class ParallelExecutor:
         cfg: ParallelConfig,
     ) -> None:
         """A PassTimeoutError naming the functions that have run past ``parpass.timeout`` (with its reproducer)."""
-        late = [(b.function, b.seconds) for b in crew.running() if b.seconds > cfg.timeout]
+        late = [(b.function, b.seconds) for b in crew.running(cfg.timeout) if b.seconds > cfg.timeout]
         if late:
             funcs = tuple(wave.names[i] for i, _ in late)
             message = (

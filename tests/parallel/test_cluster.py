@@ -8,15 +8,22 @@ import signal
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from parallel_support import Recorder, module_bytes
-from ptest_passes import count_bindings, exits_worker, fails_on_some, keep_even, look_up_callees, tag_prim_funcs
+from ptest_passes import (
+    count_bindings,
+    exits_worker,
+    fails_on_some,
+    keep_even,
+    look_up_callees,
+    sleeps,
+    tag_prim_funcs,
+)
 
-from parpass.errors import ParallelExecutionError, WorkerCrashedError
+from parpass.errors import ParallelExecutionError, PassTimeoutError, WorkerCrashedError
 from parpass.ir import IRModule, relax
 from parpass.parallel import cluster
 from parpass.parallel import default_executor as executor
@@ -168,12 +175,27 @@ def test_num_workers_caps_the_workers_used(dask_cluster: tuple[str, Path], small
     assert module_bytes(out) == module_bytes(_serial(count_bindings, small_module))
 
 
-def test_a_timeout_is_not_enforced_and_says_so(dask_cluster: tuple[str, Path], small_module: IRModule) -> None:
-    address, _ = dask_cluster
-    with warnings.catch_warnings(record=True) as caught, _on(address, **{"parpass.timeout": 30.0}):
-        warnings.simplefilter("always")
-        count_bindings(small_module)
-    assert any("parpass.timeout=30 is not enforced" in str(w.message) for w in caught)
+def test_a_timeout_names_the_late_function_and_restarts_only_its_worker(tmp_path: Path, small_module: IRModule) -> None:
+    local = _start(tmp_path, "workers")
+    try:
+        address = local.scheduler_address
+        backend = cluster.backend_at(address)
+        backend.warm(2)
+        before = set(backend.worker_pids())
+        started = time.monotonic()
+        with pytest.raises(PassTimeoutError) as err, _on(address, **{"parpass.timeout": 1.0}):
+            sleeps(small_module)
+        assert time.monotonic() - started < 50  # not the 60 s the pass sleeps: it was stopped
+        assert err.value.functions == ("main",)
+        assert "exceeded the timeout of 1s" in str(err.value)
+        after = set(backend.worker_pids())
+        assert len(after) == 2 and len(before & after) == 1  # the late worker was restarted, the other lives on
+        with _on(address):  # the next pass works
+            out = count_bindings(small_module)
+        assert module_bytes(out) == module_bytes(_serial(count_bindings, small_module))
+    finally:
+        cluster.close_clients()
+        local.close()
 
 
 @function_pass(opt_level=0, name="SlowRebuild")
