@@ -14,9 +14,9 @@ install a :class:`DaskBackend` over your own ``distributed.Client`` with
 :func:`~parpass.parallel.backend.set_backend`. Dask is imported only here, and
 only when a backend is made.
 
-Not yet on a cluster (the local backend has it): naming the one function that
-killed its worker; the functions of the chunks it held are named instead (see
-:class:`ClusterCrew`).
+Faults keep the local backend's guarantees (see :class:`ClusterCrew`): a
+function that kills its worker is named, and costs one worker; a worker lost
+to anything else costs nothing but time.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import contextlib
 import os
 import queue
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -52,8 +54,8 @@ _LEN = struct.Struct("<Q")
 
 #: Seconds to wait for a cluster's first worker, and for warm-up tasks.
 _WORKER_WAIT = 60.0
-#: Seconds to wait for the other chunks of a worker that died in one (they fail with it, or finish elsewhere).
-_FELLOWS_WAIT = 5.0
+#: Seconds between two questions to the scheduler about which workers it has (see ClusterCrew.receive).
+_CHECK_EVERY = 0.25
 #: Seconds between two questions to a cluster's workers about what they run (see ClusterCrew.running).
 _ASK_EVERY = 0.25
 #: Seconds an idle cluster worker's collector sleeps between looks (see parpass.parallel.worker).
@@ -210,6 +212,44 @@ def running_here() -> tuple[str, int, float, int] | None:
     return progress.wave, progress.index, time.monotonic() - progress.since, os.getpid()
 
 
+def run_isolated(name: str, payload: bytes, indices: list[int]) -> tuple[int, int]:
+    """Run the chunk ``indices`` of wave ``name`` in a subprocess of this worker: its exit status (0: it ran)
+    and the function it was running when it ended (-1: none). What tells a function that kills its
+    process from a worker killed from outside, without risking this worker. A subprocess, not
+    multiprocessing: Dask's workers are daemonic."""
+    message = msgspec.msgpack.encode([name, indices, sys.path])  # the passes import as they do here
+    child = subprocess.run(
+        [sys.executable, "-c", "from parpass.parallel.cluster import _isolated_main; _isolated_main()"],
+        input=_LEN.pack(len(message)) + message + payload,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+    started = child.stdout.split()
+    last = int(started[-1]) if started and child.returncode else -1
+    return child.returncode, last
+
+
+def _isolated_main() -> None:
+    data = sys.stdin.buffer.read()
+    (size,) = _LEN.unpack_from(data, 0)
+    name, indices, sys.path[:] = msgspec.msgpack.decode(data[_LEN.size : _LEN.size + size])
+    backend_mod.become_worker()
+    waves = {name: WaveBytes(name, data[_LEN.size + size :])}
+    seat = worker_mod.Seat(0, _SaysWhich(), _AnswerBytes(), waves.__getitem__)
+    worker_mod.serve_chunk(seat, RunChunk(name, indices))
+
+
+class _SaysWhich:
+    """Progress written to stdout, one function index a line, so that it outlives the process."""
+
+    def start(self, slot: int, index: int) -> None:
+        os.write(1, b"%d\n" % index)
+
+    def idle(self, slot: int) -> None:
+        pass
+
+
 def warm_cluster_worker() -> int:
     """Load parpass in a cluster worker; its pid."""
     with _LOCK:
@@ -238,12 +278,16 @@ def _error_of(future: Future) -> BaseException | None:
 class ClusterCrew(StoreKeeper):
     """The seats of a wave on a cluster: one per worker address, in address order.
 
-    Every answer's new bytes land in the parent's own store. A chunk Dask ran
-    elsewhere (its seat's worker was lost) still answers for its seat: the
-    next wave sends its functions back there, a miss that decodes. A chunk whose
-    workers kept dying (Dask's ``KilledWorker``, after the scheduler's
-    ``allowed-failures``) is reported as a crash of its functions; any other
-    loss of a chunk as a lost crew, which the executor retries.
+    Every answer's new bytes land in the parent's own store. Each chunk is
+    pinned to its seat's worker (strictly: Dask must not run a chunk that
+    killed one worker on another). When a worker is lost (gone from the
+    scheduler, or its chunk failed with ``KilledWorker``), the crew reads from
+    runs the functions that worker held again, alone, in a subprocess of a
+    live worker (:func:`run_isolated`), and either raises :class:`CrewLost`
+    naming the one the subprocess died on (a function that kills its process:
+    one worker lost to it, whatever the scheduler's ``allowed-failures``), or
+    sends the lost worker's chunks to live workers, which then serve its seat
+    (a worker killed from outside: the wave goes on).
     """
 
     def __init__(self, client: Client, addresses: list[str], generation: int) -> None:
@@ -253,12 +297,16 @@ class ClusterCrew(StoreKeeper):
         self.size = len(addresses)
         self.generation = generation
         self.closed = False
+        self.pids: dict[str, int] = client.run(os.getpid, workers=addresses)
+        self._route = list(addresses)  # the worker serving each seat now
         self._waves: dict[str, Future] = {}
         self._pending: dict[Future, tuple[int, list[int]]] = {}
         self._sent: dict[Future, float] = {}  # when each pending chunk was sent (time.monotonic)
         self._late: set[int] = set()  # seats found running one function past the limit asked about
         self._asked = 0.0  # when the workers were last asked what they run
+        self._checked = time.monotonic()  # when the scheduler was last asked which workers it has
         self._wave = ""
+        self._payload = b""  # the wave's data, kept to send again when a worker that held it is lost
         self._done: queue.SimpleQueue[Future] = queue.SimpleQueue()  # chunks done, as they come
         self._directory = scratch_dir()
         self._limit = 64 << 20
@@ -269,8 +317,8 @@ class ClusterCrew(StoreKeeper):
 
     def publish(self, header: WaveHeader) -> str:
         self._limit = header.store_limit
-        payload = pack_wave(header, self.stores)
-        [future] = self.client.scatter([payload], workers=self.addresses, broadcast=True, hash=False)
+        self._payload = pack_wave(header, self.stores)
+        [future] = self.client.scatter([self._payload], workers=self.addresses, broadcast=True, hash=False)
         self._waves[future.key] = future
         self._wave = str(future.key)
         return self._wave
@@ -279,6 +327,8 @@ class ClusterCrew(StoreKeeper):
         future = self._waves.pop(wave, None)
         if future is not None:
             future.release()
+        if wave == self._wave:
+            self._payload = b""
 
     def run(self, seat: int, wave: str, indices: list[int]) -> None:
         future = self.client.submit(
@@ -286,8 +336,8 @@ class ClusterCrew(StoreKeeper):
             wave,
             self._waves[wave],
             indices,
-            workers=[self.addresses[seat]],
-            allow_other_workers=True,
+            workers=[self._route[seat]],
+            allow_other_workers=False,
             pure=False,
         )
         self._pending[future] = (seat, indices)
@@ -305,45 +355,96 @@ class ClusterCrew(StoreKeeper):
             while True:
                 done.append(self._done.get_nowait())
         out: list[tuple[int, FromWorker]] = []
+        failed: list[Future] = []  # chunks that did not finish: they stay pending, and _recover sends them again
         for future in done:
-            seat, indices = self._pending.pop(future, (-1, []))
-            self._sent.pop(future, None)
-            if seat < 0:  # of a wave abandoned since
+            seat, _ = self._pending.get(future, (-1, []))
+            if seat < 0:  # of a wave abandoned since, or sent again
                 continue
-            if future.status != "finished":
-                raise self._loss(future, seat, indices)
-            data, blob = future.result()
-            answer = decode_from_worker(data)
-            if isinstance(answer, ChunkDone) and answer.indices:
-                answer.store, (base,) = self.place(self._directory, self._limit, [blob])
-                answer.offsets = [base + offset for offset in answer.offsets]
+            answer = self._answer(future)
+            if answer is None:
+                failed.append(future)
+                continue
+            del self._pending[future], self._sent[future]
             out.append((seat, answer))
+        if failed or time.monotonic() - self._checked > _CHECK_EVERY:
+            self._checked = time.monotonic()
+            live = self._live()
+            lost = {self._route[seat] for seat, _ in self._pending.values() if self._route[seat] not in live}
+            if failed or lost:
+                self._recover(lost, failed, live)
         return out
 
-    def _loss(self, future: Future, seat: int, indices: list[int]) -> CrewLost:
-        """The :class:`CrewLost` for a chunk that did not finish. When the scheduler blames it (its workers
-        kept dying in it), the chunks queued with it on the same worker are blamed with it (Dask cannot
-        tell them apart), and their functions are the suspects."""
-        from distributed import KilledWorker
+    def _answer(self, future: Future) -> FromWorker | None:
+        """A done chunk's answer, its new bytes in the parent's store; None if its worker was lost."""
+        if future.status != "finished":
+            if self.client.status != "running":
+                error = _error_of(future)
+                raise CrewLost(f"a cluster chunk was lost: {type(error).__name__}: {error}")
+            return None  # its worker died (KilledWorker), or the wave's data was lost with one
+        try:
+            data, blob = future.result()
+        except Exception:  # its result was on a worker lost since
+            return None
+        answer = decode_from_worker(data)
+        if isinstance(answer, ChunkDone) and answer.indices:
+            answer.store, (base,) = self.place(self._directory, self._limit, [blob])
+            answer.offsets = [base + offset for offset in answer.offsets]
+        return answer
 
-        error = _error_of(future)
-        message = f"a cluster chunk was lost: {type(error).__name__}: {error}"
-        lost = PoolLost(message, self.generation)
-        if not isinstance(error, KilledWorker):
-            return CrewLost(message, lost)
-        suspects = list(indices)
-        fellows = [f for f, (s, _) in self._pending.items() if s == seat]
-        deadline = time.monotonic() + _FELLOWS_WAIT
-        for fellow in fellows:
-            with contextlib.suppress(Exception):
-                fellow.exception(timeout=max(0.0, deadline - time.monotonic()))
-            if fellow.done() and isinstance(_error_of(fellow), KilledWorker):
-                suspects += self._pending[fellow][1]
-        return CrewLost(message, lost, suspects=sorted(suspects))
+    def _live(self) -> set[str]:
+        return set(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def _recover(self, lost: set[str], failed: list[Future], live: set[str]) -> None:
+        """Workers ``lost`` are gone, chunks ``failed``: raise for a function that killed a worker, else send
+        those chunks again (a lost worker's to live ones)."""
+        held = [f for f, (seat, _) in self._pending.items() if self._route[seat] in lost]
+        orphans = [(f, *self._pending[f]) for f in dict.fromkeys([*held, *failed])]
+        self._cancel([future for future, _, _ in orphans])
+        for future, _, _ in orphans:
+            del self._pending[future], self._sent[future]
+        alive = sorted(live - lost)
+        if not alive:
+            raise CrewLost(f"every worker of the crew was lost ({', '.join(sorted(lost))})")
+        # The scheduler may count the wave's data lost with a worker (it was sent to the crew at once):
+        # it goes again to the workers left.
+        [self._waves[self._wave]] = self.client.scatter([self._payload], workers=alive, broadcast=True, hash=False)
+        suspects = sorted(i for _, seat, indices in orphans if self._route[seat] in lost for i in indices)
+        if suspects:
+            self._isolate(suspects, alive[0], lost)
+        serving = set(self._route)
+        spare = [address for address in alive if address not in serving] or alive
+        for k, seat in enumerate(seat for seat, address in enumerate(self._route) if address in lost):
+            self._route[seat] = spare[k % len(spare)]
+        for _, seat, indices in orphans:
+            self.run(seat, self._wave, indices)
+
+    def _isolate(self, indices: list[int], where: str, lost: set[str]) -> None:
+        """Run the functions ``indices`` (those a lost worker held) again, alone, in a subprocess of worker
+        ``where``: raise :class:`CrewLost` naming the one it died on, if it dies."""
+        future = self.client.submit(
+            run_isolated,
+            self._wave,
+            self._waves[self._wave],
+            indices,
+            workers=[where],
+            allow_other_workers=False,
+            pure=False,
+        )
+        code, last = future.result()
+        if code != 0:
+            message = (
+                f"cluster worker(s) {', '.join(sorted(lost))} died running it, and so did a subprocess that ran "
+                f"the worker's functions alone (exit status {code})"
+            )
+            dead = frozenset(self.pids[address] for address in lost if address in self.pids)
+            raise CrewLost(message, PoolLost(message, self.generation, dead, str(code)), [last] if last >= 0 else [])
 
     def running(self, longer_than: float = 0.0) -> list[Busy]:
-        """What the seats run, asked of the workers (a round trip through the scheduler) only when a chunk
-        was sent more than ``longer_than`` seconds ago, and at most every :data:`_ASK_EVERY` seconds."""
+        """What the seats run, asked of the workers (a round trip through the scheduler) only when a limit is
+        given and a chunk was sent more than ``longer_than`` seconds ago, at most every :data:`_ASK_EVERY`
+        seconds."""
+        if longer_than <= 0:
+            return []
         now = time.monotonic()
         oldest = min(self._sent.values(), default=now)
         if now - oldest <= longer_than or now - self._asked < _ASK_EVERY:
@@ -351,12 +452,12 @@ class ClusterCrew(StoreKeeper):
         self._asked = now
         seats = sorted({seat for future, (seat, _) in self._pending.items() if self._sent[future] < now - longer_than})
         try:
-            found = self.client.run(running_here, workers=[self.addresses[seat] for seat in seats], on_error="return")
+            found = self.client.run(running_here, workers=[self._route[seat] for seat in seats], on_error="return")
         except Exception:  # a worker lost meanwhile: the chunk's own future reports it
             return []
         busy = []
         for seat in seats:
-            what = found.get(self.addresses[seat])
+            what = found.get(self._route[seat])
             if isinstance(what, tuple) and what[0] == self._wave:
                 _, index, seconds, pid = what
                 busy.append(Busy(seat, index, seconds, pid))
@@ -375,7 +476,7 @@ class ClusterCrew(StoreKeeper):
                 self._cancel(list(self._pending))
         self._pending.clear()
         self._sent.clear()
-        late = sorted(self.addresses[seat] for seat in self._late)
+        late = sorted({self._route[seat] for seat in self._late})
         self._late.clear()
         if late:
             with contextlib.suppress(Exception):
