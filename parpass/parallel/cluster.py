@@ -293,11 +293,12 @@ class ClusterCrew(StoreKeeper):
     def __init__(self, client: Client, addresses: list[str], generation: int) -> None:
         super().__init__()
         self.client = client
-        self.addresses = addresses
-        self.size = len(addresses)
         self.generation = generation
         self.closed = False
-        self.pids: dict[str, int] = client.run(os.getpid, workers=addresses)
+        found = client.run(os.getpid, workers=addresses, on_error="return")
+        self.pids: dict[str, int] = {a: pid for a, pid in found.items() if isinstance(pid, int)}
+        self.addresses = addresses = [a for a in addresses if a in self.pids]  # a worker that did not answer: gone
+        self.size = len(addresses)
         self._route = list(addresses)  # the worker serving each seat now
         self._waves: dict[str, Future] = {}
         self._pending: dict[Future, tuple[int, list[int]]] = {}
@@ -318,7 +319,10 @@ class ClusterCrew(StoreKeeper):
     def publish(self, header: WaveHeader) -> str:
         self._limit = header.store_limit
         self._payload = pack_wave(header, self.stores)
-        [future] = self.client.scatter([self._payload], workers=self.addresses, broadcast=True, hash=False)
+        try:
+            [future] = self.client.scatter([self._payload], workers=self.addresses, broadcast=True, hash=False)
+        except Exception as err:  # a worker of the crew is gone (the scheduler has not seen it yet, say)
+            raise CrewLost(f"the wave could not reach the crew's workers: {type(err).__name__}: {err}") from err
         self._waves[future.key] = future
         self._wave = str(future.key)
         return self._wave
@@ -508,7 +512,7 @@ class DaskBackend:
     """Function-level passes on the workers of a Dask cluster (see the module docstring).
 
     ``client`` is a ``distributed.Client``, or a scheduler address to connect
-    to (the backend then closes its client in :meth:`shutdown`). A pass uses
+    to (the backend then closes its client in :meth:`close`). A pass uses
     at most ``parpass.num_workers`` of the cluster's workers, the first ones
     by address: the cluster's size is the cluster's to set.
     """
@@ -579,8 +583,7 @@ class DaskBackend:
             if crew is None or crew.closed or crew.addresses != addresses:
                 if crew is not None:
                     crew.close()
-                self._generation += 1
-                crew = self._crew = ClusterCrew(self.client, addresses, self._generation)
+                crew = self._crew = self._new_crew(addresses)
             try:
                 yield crew
             except BaseException:
@@ -588,6 +591,23 @@ class DaskBackend:
                 crew.abandon()
                 crew.close()
                 raise
+
+    def crew_files(self) -> list[str]:
+        """The files the live crew keeps between waves (the parent's result stores); removed when it closes."""
+        crew = self._crew
+        return [] if crew is None else crew.files()
+
+    def _new_crew(self, addresses: list[str]) -> ClusterCrew:
+        """A crew of the workers ``addresses`` that answer (of the cluster's first ones, if none does)."""
+        for _ in range(2):
+            self._generation += 1
+            crew = ClusterCrew(self.client, addresses, self._generation)
+            if crew.size:
+                return crew
+            crew.close()
+            self.client.wait_for_workers(1, timeout=_WORKER_WAIT)
+            addresses = self.addresses(len(addresses))
+        raise CrewLost(f"no worker of the cluster answered ({', '.join(addresses)})")
 
     def kill(self, generation: int | None = None) -> None:
         crew = self._crew
@@ -598,9 +618,14 @@ class DaskBackend:
             crew.close()
 
     def shutdown(self) -> None:
+        """Let the crew go (its result stores with it); the client stays connected (see :meth:`close`)."""
         crew, self._crew = self._crew, None
         if crew is not None:
             crew.close()
+
+    def close(self) -> None:
+        """Shut down, and close the client if this backend opened it."""
+        self.shutdown()
         if self._own:
             with contextlib.suppress(Exception):
                 self.client.close()
@@ -631,4 +656,4 @@ def close_clients() -> None:
         backends = list(_AT.values())
         _AT.clear()
     for found in backends:
-        found.shutdown()
+        found.close()

@@ -613,21 +613,10 @@ class ParallelExecutor:
         crew.begin_wave(directory)
         store_limit = max(_STORE_MIN, 4 * wave.nbytes // crew.size)
         placed, probes = _place(crew, wave, directory, store_limit, mod)
-        wave_path = crew.publish(
-            WaveHeader(
-                wave.passes,
-                wave.context,
-                wave.names,
-                list(crew.stores),
-                *placed,
-                wave.attrs,
-                wave.record,
-                wave.digests,
-                wave.cache_bytes,
-                store_limit,
-                probes,
-            )
-        )
+        try:
+            wave_path = crew.publish(self._header(wave, crew, placed, store_limit, probes))
+        except CrewLost as lost:  # nothing of the wave ran
+            raise _LostElsewhere(lost) from lost
         try:
             holder = cast("dict[bytes | None, int]", crew.owners).get  # None: a digest the parent lacks
             owners = list(map(holder, map(wave.digests.__getitem__, indices)))
@@ -658,6 +647,29 @@ class ParallelExecutor:
             self._fail_lost(crew, lost, names, wave.names, mod, ctx, passes, cfg)
         finally:
             crew.withdraw(wave_path)
+
+    @staticmethod
+    def _header(
+        wave: _WaveInput,
+        crew: CrewLike,
+        placed: tuple[list[int], list[int], list[int]],
+        store_limit: int,
+        probes: list[tuple[int, int, int, int]],
+    ) -> WaveHeader:
+        """What a wave's workers read first (see :class:`~parpass.parallel.wave.WaveHeader`)."""
+        return WaveHeader(
+            wave.passes,
+            wave.context,
+            wave.names,
+            list(crew.stores),
+            *placed,
+            wave.attrs,
+            wave.record,
+            wave.digests,
+            wave.cache_bytes,
+            store_limit,
+            probes,
+        )
 
     def _take(
         self,

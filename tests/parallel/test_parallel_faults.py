@@ -33,7 +33,7 @@ def _warm(mod: IRModule) -> list[int]:
 
 @pytest.mark.parametrize("crashing_pass", [exits_worker, segfaults], ids=["os._exit", "segfault"])
 def test_worker_death_names_pass_and_function_and_leaves_nothing(  # type: ignore[no-untyped-def]
-    small_module: IRModule, crashing_pass, scratch
+    small_module: IRModule, crashing_pass, scratch, backend: str
 ) -> None:
     pids = _warm(small_module)
     before = module_bytes(small_module)
@@ -44,7 +44,8 @@ def test_worker_death_names_pass_and_function_and_leaves_nothing(  # type: ignor
     assert "main" in err.functions
     assert "'main'" in str(err) and crashing_pass.info.name in str(err)
     assert module_bytes(small_module) == before
-    assert wait_gone(pids) == set()
+    # loky's pool goes whole; a cluster loses the one worker the pass killed (its nanny starts another)
+    assert len(wait_gone(pids)) == (0 if backend == "loky" else len(pids) - 1)
     assert leftovers(scratch) == []  # no wave, progress or output file left
     # the pool is rebuilt and the next pass works
     with parallel_ctx(2):
@@ -142,7 +143,7 @@ def test_a_worker_dying_while_chunks_are_handed_out_is_a_clear_crash(small_modul
     assert get_backend() is previous
 
 
-def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule, scratch) -> None:  # type: ignore[no-untyped-def]
+def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule, scratch, backend: str) -> None:  # type: ignore[no-untyped-def]
     pids = _warm(small_module)
     start = time.monotonic()
     with pytest.raises(PassTimeoutError) as info, parallel_ctx(2, **{"parpass.timeout": 0.5}):
@@ -151,7 +152,8 @@ def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule
     assert info.value.functions == ("main",)
     assert "0.5s" in str(info.value) and "Sleeps" in str(info.value)
     assert isinstance(info.value, TimeoutError)
-    assert wait_gone(pids) == set()
+    # loky's pool goes whole; on a cluster only the late worker is restarted
+    assert len(wait_gone(pids)) == (0 if backend == "loky" else len(pids) - 1)
     assert leftovers(scratch) == []
     with parallel_ctx(2):
         count_bindings(small_module)
@@ -237,6 +239,7 @@ def test_a_pass_inside_a_worker_never_starts_a_pool(small_module: IRModule) -> N
     assert reasons == {"nested in a worker"}
 
 
+@pytest.mark.loky_only  # a cluster's size is the cluster's: parpass.num_workers only caps what a pass uses
 @pytest.mark.filterwarnings("ignore:config option .parpass.num_workers. is 3, more than:RuntimeWarning")
 def test_changing_num_workers_resizes_the_pool(small_module: IRModule) -> None:
     with parallel_ctx(3):

@@ -59,6 +59,7 @@ def _fold(mod: IRModule, workers: int) -> IRModule:
 
 
 @pytest.mark.filterwarnings("ignore:config option .parpass.num_workers. is 3, more than:RuntimeWarning")
+@pytest.mark.loky_only  # resizes the pool
 def test_a_pass_with_another_worker_count_after_an_idle_worker_died_neither_hangs_nor_leaks_loky_errors(
     small_module: IRModule, scratch
 ) -> None:  # type: ignore[no-untyped-def]
@@ -317,6 +318,7 @@ def _own_lines(err: str) -> list[str]:
     return out
 
 
+@pytest.mark.loky_only  # loky's exit hook
 def test_the_crew_closes_before_a_loky_pool_started_after_it_waits_at_exit(small_module: IRModule) -> None:
     """loky registers its exit hook (which waits for every running task: a crew's seats serve for minutes)
     again each time a pool starts; the next wave puts parpass's hook, which lets the seats go, after it."""

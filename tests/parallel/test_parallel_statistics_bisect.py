@@ -68,6 +68,8 @@ class _SeesStatistics(PassInstrument):
 
 
 def test_statistics_reach_a_fused_chain_instrument_per_pass(mod: IRModule) -> None:
+    with parallel_ctx(2, **{"parpass.parallel": "always"}):  # the executor learns that CountsLookups looks up
+        Sequential([counts_bindings, counts_lookups])(mod)
     seen = _SeesStatistics()
     with parallel_ctx(2, **{"parpass.pass_statistics": True, "parpass.parallel": "always"}) as ctx:
         ctx.override_instruments([seen])
