@@ -5,9 +5,10 @@ data (passes, context, every function's bytes) reaches each worker of the
 crew once, as one Dask data item; a chunk's answer carries the new bytes of
 the functions it changed, which the parent appends to its own result store,
 so the module it returns is exactly what a local run gives. A chunk goes to
-the worker that holds its functions decoded (a loose Dask worker restriction:
-when that worker is lost, Dask runs the chunk elsewhere), and each worker
-keeps the same bounded resident cache as a local one.
+the worker that holds its functions decoded (a strict Dask worker restriction:
+when that worker is lost, the crew decides where the chunk runs, see
+:class:`ClusterCrew`), and each worker keeps the same bounded resident cache
+as a local one.
 
 Choose it with the config key ``parpass.scheduler`` (a scheduler address), or
 install a :class:`DaskBackend` over your own ``distributed.Client`` with
