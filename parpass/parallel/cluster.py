@@ -408,6 +408,10 @@ class ClusterCrew(StoreKeeper):
         for future, _, _ in orphans:
             del self._pending[future], self._sent[future]
         alive = sorted(live - lost)
+        deadline = time.monotonic() + _WORKER_WAIT
+        while not alive and time.monotonic() < deadline:  # a nanny restarts its worker within seconds
+            time.sleep(_CHECK_EVERY)
+            alive = sorted(self._live() - lost)
         if not alive:
             raise CrewLost(f"every worker of the crew was lost ({', '.join(sorted(lost))})")
         # The scheduler may count the wave's data lost with a worker (it was sent to the crew at once):
