@@ -158,14 +158,13 @@ class _ClusterSeat:
         backend_mod.become_worker()
         self.sink = _AnswerBytes()
         self.progress = _Progress()
-        self.payloads: dict[str, bytes] = {}
+        self.payload = b""  # the bytes of the wave the next chunk opens (a worker serves one wave at a time)
         self.seat = worker_mod.Seat(0, self.progress, self.sink, self._open)
         self.idle_since = time.monotonic()
         threading.Thread(target=self._collect_when_idle, name="parpass-collect", daemon=True).start()
 
     def _open(self, name: str) -> WaveBytes:
-        payload = self.payloads.pop(name)
-        self.payloads.clear()  # a worker serves one wave at a time
+        payload, self.payload = self.payload, b""
         return WaveBytes(name, payload)
 
     def _collect_when_idle(self) -> None:
@@ -193,7 +192,7 @@ def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[by
     with _LOCK:
         here = _here()
         if here.seat.wave is None or here.seat.wave.file.path != name:
-            here.payloads[name] = payload
+            here.payload = payload
         here.progress.wave = name
         try:
             answer = worker_mod.serve_chunk(here.seat, RunChunk(name, indices))

@@ -3,6 +3,7 @@ with the parent, gives the serial run's module, trace and errors."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -92,6 +93,25 @@ def _serial(pipeline, mod: IRModule, **config: object) -> IRModule:  # type: ign
         return pipeline(mod)
 
 
+@contextlib.contextmanager
+def _fresh_cluster(tmp: Path, **config: object) -> Iterator[tuple[str, cluster.DaskBackend]]:
+    """A cluster of the test's own (for tests that kill or restart its workers), warmed: address, backend."""
+    local = _start(tmp, "workers", **config)
+    try:
+        backend = cluster.backend_at(local.scheduler_address)
+        backend.warm(2)
+        yield local.scheduler_address, backend
+    finally:
+        cluster.close_clients()
+        local.close()
+
+
+def _next_pass_works(address: str, mod: IRModule) -> None:
+    with _on(address):
+        out = count_bindings(mod)
+    assert module_bytes(out) == module_bytes(_serial(count_bindings, mod))
+
+
 PIPELINES = {
     "one pass": count_bindings,
     "partly unchanged": keep_even,
@@ -177,15 +197,11 @@ def test_num_workers_caps_the_workers_used(dask_cluster: tuple[str, Path], small
     assert len(backend.addresses(8)) == 2  # the cluster's size is the cluster's
     with _on(address, workers=1):
         out = count_bindings(small_module)
-    assert module_bytes(out) == module_bytes(_serial(count_bindings, small_module))
+    assert module_bytes(out) == module_bytes(_serial(count_bindings, small_module))  # on one worker
 
 
 def test_a_timeout_names_the_late_function_and_restarts_only_its_worker(tmp_path: Path, small_module: IRModule) -> None:
-    local = _start(tmp_path, "workers")
-    try:
-        address = local.scheduler_address
-        backend = cluster.backend_at(address)
-        backend.warm(2)
+    with _fresh_cluster(tmp_path) as (address, backend):
         before = set(backend.worker_pids())
         started = time.monotonic()
         with pytest.raises(PassTimeoutError) as err, _on(address, **{"parpass.timeout": 1.0}):
@@ -195,12 +211,7 @@ def test_a_timeout_names_the_late_function_and_restarts_only_its_worker(tmp_path
         assert "exceeded the timeout of 1s" in str(err.value)
         after = set(backend.worker_pids())
         assert len(after) == 2 and len(before & after) == 1  # the late worker was restarted, the other lives on
-        with _on(address):  # the next pass works
-            out = count_bindings(small_module)
-        assert module_bytes(out) == module_bytes(_serial(count_bindings, small_module))
-    finally:
-        cluster.close_clients()
-        local.close()
+        _next_pass_works(address, small_module)
 
 
 @function_pass(opt_level=0, name="SlowRebuild")
@@ -212,13 +223,9 @@ def slow_rebuild(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax
 def test_a_worker_killed_from_outside_mid_wave_is_retried_elsewhere(tmp_path: Path) -> None:
     """SIGKILL one worker while the wave runs: Dask runs its chunks on the other, and the call returns the
     serial run's module."""
-    local = _start(tmp_path, "workers")
-    try:
-        address = local.scheduler_address
-        mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=3)
-        expected = module_bytes(_serial(slow_rebuild, mod))
-        backend = cluster.backend_at(address)
-        backend.warm(2)
+    mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=3)
+    expected = module_bytes(_serial(slow_rebuild, mod))
+    with _fresh_cluster(tmp_path) as (address, backend):
         victim = backend.worker_pids()[0]
         killer = threading.Timer(0.6, os.kill, (victim, signal.SIGKILL))
         killer.start()
@@ -229,9 +236,6 @@ def test_a_worker_killed_from_outside_mid_wave_is_retried_elsewhere(tmp_path: Pa
             killer.cancel()
         assert module_bytes(out) == expected
         assert victim not in backend.worker_pids()
-    finally:
-        cluster.close_clients()
-        local.close()
 
 
 @pytest.mark.parametrize("allowed_failures", [0, 3])
@@ -240,11 +244,10 @@ def test_a_pass_that_kills_its_worker_is_reported_once_naming_pass_and_function(
 ) -> None:
     """One worker dies (its nanny restarts it), whatever the scheduler's allowed-failures: the function is
     run again alone in a subprocess, which dies too, and the error names it."""
-    local = _start(tmp_path, "workers", **{"distributed.scheduler.allowed-failures": allowed_failures})
-    try:
-        address = local.scheduler_address
-        backend = cluster.backend_at(address)
-        backend.warm(2)
+    with _fresh_cluster(tmp_path, **{"distributed.scheduler.allowed-failures": allowed_failures}) as (
+        address,
+        backend,
+    ):
         before = module_bytes(small_module)
         pids = set(backend.worker_pids())
         with pytest.raises(WorkerCrashedError) as err, _on(address):
@@ -255,12 +258,7 @@ def test_a_pass_that_kills_its_worker_is_reported_once_naming_pass_and_function(
         assert module_bytes(small_module) == before
         backend.client.wait_for_workers(2, timeout=60)
         assert len(pids & set(backend.worker_pids())) == 1  # one worker died for it, the other lives on
-        with _on(address):  # the next pass works
-            out = count_bindings(small_module)
-        assert module_bytes(out) == module_bytes(_serial(count_bindings, small_module))
-    finally:
-        cluster.close_clients()
-        local.close()
+        _next_pass_works(address, small_module)
 
 
 def test_a_pass_module_the_workers_lack_is_named(
