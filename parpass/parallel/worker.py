@@ -427,7 +427,7 @@ def _wait_for_work(conn: Connection, idle: float) -> bool:
     start = time.monotonic()
     deadline = start + idle
     if _froze:
-        due = min(max(start + _COLLECT_AFTER, _collected_at + _collect_every), deadline)
+        due = min(_collection_time(start), deadline)
         if conn.poll(max(due - start, 0.0)):
             return True
         if due >= deadline:
@@ -439,7 +439,12 @@ def _wait_for_work(conn: Connection, idle: float) -> bool:
 def collection_due(idle_since: float, now: float) -> bool:
     """Whether a worker idle since ``idle_since`` should collect the garbage its chunks froze (see
     :func:`_wait_for_work`)."""
-    return _froze and now >= max(idle_since + _COLLECT_AFTER, _collected_at + _collect_every)
+    return _froze and now >= _collection_time(idle_since)
+
+
+def _collection_time(idle_since: float) -> float:
+    """When a worker idle since ``idle_since`` collects: idle long enough, and not collected too lately."""
+    return max(idle_since + _COLLECT_AFTER, _collected_at + _collect_every)
 
 
 def collect_frozen_garbage() -> None:
