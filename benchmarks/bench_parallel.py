@@ -19,7 +19,9 @@ time to ``auto`` time:
   (a run shorter than 0.2 s is timed over as many runs in a row as take 0.2 s);
 - cold: the first run in a fresh process (no pool yet, nothing learned, the
   module loaded from bytes and decoded before the clock starts), in-process and
-  ``auto`` in alternate fresh processes; median of ``--cold-repeat`` ratios;
+  ``auto`` in alternate fresh processes; median of ``--cold-repeat`` ratios
+  (``--short-cold-repeat``, 15, if more, for a case whose first run takes
+  under 50 ms: a fresh process's noise is a large share of a few milliseconds);
 - warm and cold again while a background process burns one core (loaded):
   ``auto`` must not lose when the workers get less than a core each. The burner
   is killed when the benchmark ends, also on Ctrl-C, SIGTERM or an error.
@@ -39,9 +41,10 @@ warm speedup as a share of it.
 
 Exit status 1 if any parallel output differs from the in-process one (a missed
 target is a figure, not a failure). Full size takes several minutes; for a
-quick check of the script: ``--functions 20 --repeat 1 --cold-repeat 1``.
+quick check of the script: ``--functions 20 --repeat 1 --cold-repeat 1 --short-cold-repeat 1``.
 
     python benchmarks/bench_parallel.py [--functions 2000] [--workers 2] [--repeat 9] [--cold-repeat 3]
+                                        [--short-cold-repeat 15]
 """
 
 from __future__ import annotations
@@ -288,11 +291,20 @@ def cold_child(key: str, workers: int, path: str) -> ColdRun:
     return ColdRun(seconds, module_digest(out), sum(w.parallel for w in auto), len(auto))
 
 
-def cold_runs(key: str, workers: int, path: Path, repeat: int) -> tuple[list[ColdRun], list[ColdRun]]:
-    """``repeat`` cold runs in-process and in ``auto`` mode, each in a fresh process, alternating."""
+#: A case whose cold in-process run is shorter than this many seconds is run cold ``--short-cold-repeat``
+#: times each way when that is more: a fresh process's noise is a large share of a few milliseconds.
+SHORT_COLD = 0.05
+
+
+def cold_runs(
+    key: str, workers: int, path: Path, repeat: int, short_repeat: int
+) -> tuple[list[ColdRun], list[ColdRun]]:
+    """``repeat`` cold runs in-process and in ``auto`` mode, each in a fresh process, alternating
+    (``short_repeat`` when more, for a case whose first in-process run is shorter than :data:`SHORT_COLD`)."""
     serial: list[ColdRun] = []
     parallel: list[ColdRun] = []
-    for _ in range(repeat):
+    wanted = repeat
+    while len(parallel) < wanted:
         for count, out in ((1, serial), (workers, parallel)):
             proc = subprocess.run(
                 [sys.executable, __file__, "--cold-child", f"{key},{count},{path}"],
@@ -303,6 +315,8 @@ def cold_runs(key: str, workers: int, path: Path, repeat: int) -> tuple[list[Col
             if proc.returncode != 0:
                 raise RuntimeError(f"cold run of case {key!r} on {count} worker(s) failed:\n{proc.stderr}")
             out.append(ColdRun(**json.loads(proc.stdout.strip().splitlines()[-1])))
+        if serial[0].seconds < SHORT_COLD:
+            wanted = max(repeat, short_repeat)
     return serial, parallel
 
 
@@ -346,7 +360,7 @@ def measure(case: Case, mod: IRModule, path: Path, args: argparse.Namespace) -> 
         for w in executor.history[-6:]:
             where = "workers" if w.parallel else f"in-process ({w.reason})"
             print(f"    {' -> '.join(w.passes)}: {w.wall * 1e3:.1f} ms, {where}")
-    cold_serial, cold_parallel = cold_runs(case.key, args.workers, path, args.cold_repeat)
+    cold_serial, cold_parallel = cold_runs(case.key, args.workers, path, args.cold_repeat, args.short_cold_repeat)
     digests = {module_digest(serial_out), module_digest(parallel_out)}
     digests.update(r.digest for r in cold_serial + cold_parallel)
     return Figures(serial, parallel, cold_serial, cold_parallel, len(digests) == 1, overhead, mode)
@@ -407,7 +421,8 @@ def run_all(args: argparse.Namespace, tmp: Path) -> bool:
     get_backend().warm(args.workers)
     print(
         f"parpass {parpass.__version__}; usable cores {usable_cores()}; {args.workers} workers; warm: median of "
-        f"{args.repeat} interleaved ratios; cold: median of {args.cold_repeat}, each run in a fresh process"
+        f"{args.repeat} interleaved ratios; cold: median of {args.cold_repeat} ({args.short_cold_repeat} for a case "
+        f"under {SHORT_COLD * 1e3:.0f} ms), each run in a fresh process"
     )
     print(f"module: random_module({args.functions}) = {len(modules['big'])} functions")
     headroom = machine_headroom(args.workers)
@@ -466,6 +481,12 @@ def main() -> int:
     parser.add_argument(
         "--cold-repeat", type=int, default=3, help="cold ratios per case and load, a fresh process each (default 3)"
     )
+    parser.add_argument(
+        "--short-cold-repeat",
+        type=int,
+        default=15,
+        help=f"cold ratios of a case whose first run takes under {SHORT_COLD * 1e3:.0f} ms, if more (default 15)",
+    )
     parser.add_argument("--verbose", action="store_true", help="print the last waves of each case")
     parser.add_argument("--cold-child", metavar="CASE,WORKERS,MODULE", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -473,7 +494,7 @@ def main() -> int:
         key, workers, path = args.cold_child.split(",", 2)
         print(json.dumps(cold_child(key, int(workers), path).__dict__))
         return 0
-    for name in ("functions", "workers", "repeat", "cold_repeat"):
+    for name in ("functions", "workers", "repeat", "cold_repeat", "short_cold_repeat"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
     try:
