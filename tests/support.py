@@ -59,11 +59,12 @@ def alive(pid: int) -> bool:
     return False
 
 
-def wait_gone(pids: set[int] | list[int], seconds: float = 10.0) -> set[int]:
-    """The processes of ``pids`` still alive after waiting up to ``seconds`` for all of them to exit."""
+def wait_gone(pids: set[int] | list[int], seconds: float = 10.0, leaving: int = 0) -> set[int]:
+    """The processes of ``pids`` still alive after waiting up to ``seconds`` until at most ``leaving`` of them
+    are (all exited, by default)."""
     deadline = time.monotonic() + seconds
     left = {p for p in pids if alive(p)}
-    while left and time.monotonic() < deadline:
+    while len(left) > leaving and time.monotonic() < deadline:
         time.sleep(0.05)
         left = {p for p in left if alive(p)}
     return left

@@ -275,6 +275,25 @@ def _error_of(future: Future) -> BaseException | None:
     return error
 
 
+def restart(client: Client, addresses: list[str]) -> None:
+    """Have the nannies of workers ``addresses`` start them again, without waiting for them to come back.
+
+    Waiting (``Client.restart_workers``) would hold an error up to a minute where
+    a worker comes back slowly, or never (a ``LocalCluster`` closes a nanny whose
+    worker is gone when its lost-worker timeout fires); the next wave uses the
+    workers there are then.
+    """
+    with contextlib.suppress(Exception):
+        client.sync(
+            client.scheduler.restart_workers,
+            workers=addresses,
+            timeout=_WORKER_WAIT,
+            wait_for_workers=False,
+            on_error="return",
+            stimulus_id=f"parpass-restart-{time.time()}",
+        )
+
+
 class ClusterCrew(StoreKeeper):
     """The seats of a wave on a cluster: one per worker address, in address order.
 
@@ -487,8 +506,7 @@ class ClusterCrew(StoreKeeper):
         late = sorted({self._route[seat] for seat in self._late})
         self._late.clear()
         if late:
-            with contextlib.suppress(Exception):
-                self.client.restart_workers(late, timeout=_WORKER_WAIT, raise_for_error=False)
+            restart(self.client, late)
 
     def _cancel(self, futures: list[Future]) -> None:
         """Cancel ``futures`` and wait until the scheduler has forgotten them: a cancellation travels on the
@@ -617,8 +635,7 @@ class DaskBackend:
         crew = self._crew
         if crew is not None and generation in (None, crew.generation):
             self._crew = None
-            with contextlib.suppress(Exception):
-                self.client.restart_workers(crew.addresses, timeout=_WORKER_WAIT, raise_for_error=False)
+            restart(self.client, crew.addresses)
             crew.close()
 
     def shutdown(self) -> None:

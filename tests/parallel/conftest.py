@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,20 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # every test here runs on both backends: this machine's loky workers, and a Dask LocalCluster's
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _lost_workers_stay() -> Iterator[None]:
+    """A LocalCluster closes a nanny whose worker is still gone 15 s after it was lost (the config key
+    ``distributed.deploy.lost-worker-timeout``): a worker a test restarts just then, 15 s after another test
+    killed it, would never come back. Here the timeout outlasts the session."""
+    try:
+        import dask
+    except ImportError:
+        yield
+        return
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "1h"}):
+        yield
+
+
 @pytest.fixture(scope="session")
 def _local_cluster() -> Iterator[str]:
     """A 2-worker LocalCluster of single-threaded processes (one per test process), its scheduler address."""
@@ -56,9 +71,11 @@ def _local_cluster() -> Iterator[str]:
         local.close()
 
 
-#: The backends every test here runs on: PARPASS_TEST_BACKENDS=loky,dask adds a Dask LocalCluster's workers
-#: (each test file passes on it; the whole directory on both, under xdist, does not yet: see the README).
-BACKENDS = os.environ.get("PARPASS_TEST_BACKENDS", "loky").split(",")
+#: The backends every test here runs on: this machine's loky workers and, where Dask is installed (the
+#: ``test`` extra installs it), a Dask LocalCluster's; PARPASS_TEST_BACKENDS=loky (or dask) chooses one.
+BACKENDS = (
+    os.environ.get("PARPASS_TEST_BACKENDS") or ("loky,dask" if importlib.util.find_spec("distributed") else "loky")
+).split(",")
 
 
 @pytest.fixture(params=BACKENDS, autouse=True)

@@ -53,6 +53,12 @@ def worker_pids() -> list[int]:
     return get_backend().worker_pids()
 
 
+def survivors(backend: str, pids: list[int]) -> int:
+    """How many of the workers ``pids`` outlive a pass that killed one of them, or ran past its timeout:
+    loky's pool goes whole; a cluster loses only that worker (its nanny starts another)."""
+    return 0 if backend == "loky" else len(pids) - 1
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # instruments (they run in the parent)
 

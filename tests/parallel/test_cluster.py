@@ -209,6 +209,7 @@ def test_a_timeout_names_the_late_function_and_restarts_only_its_worker(tmp_path
         assert time.monotonic() - started < 50  # not the 60 s the pass sleeps: it was stopped
         assert err.value.functions == ("main",)
         assert "exceeded the timeout of 1s" in str(err.value)
+        backend.client.wait_for_workers(2, timeout=60)  # the error came without waiting for the restart
         after = set(backend.worker_pids())
         assert len(after) == 2 and len(before & after) == 1  # the late worker was restarted, the other lives on
         _next_pass_works(address, small_module)
