@@ -6,7 +6,7 @@ import threading
 import warnings
 
 import pytest
-from parallel_support import leftovers, module_bytes, parallel_ctx, probe_moves_at_once
+from parallel_support import executor, leftovers, module_bytes, parallel_ctx, probe_moves_at_once
 from ptest_passes import Boom, count_bindings, fails_on_some, raises_unpicklable
 
 from parpass.errors import PassShippingError, RemotePassError
@@ -52,6 +52,12 @@ def test_unpicklable_exception_becomes_remote_pass_error(small_module: IRModule)
     assert err.functions[0] == raises_unpicklable.targets(small_module)[0]
 
 
+@pytest.fixture
+def unwarned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The executor has warned of no pass yet (it warns once per process: the test's other backend did)."""
+    monkeypatch.setattr(executor, "_warned", set())
+
+
 def _unpicklable_pass():  # type: ignore[no-untyped-def]
     lock = threading.Lock()
 
@@ -63,6 +69,7 @@ def _unpicklable_pass():  # type: ignore[no-untyped-def]
     return holds_lock
 
 
+@pytest.mark.usefixtures("unwarned")
 def test_unpicklable_pass_runs_in_process_with_one_warning(small_module: IRModule, history) -> None:  # type: ignore[no-untyped-def]
     holds_lock = _unpicklable_pass()
     with warnings.catch_warnings(record=True) as caught, parallel_ctx(2):
@@ -105,6 +112,7 @@ def test_auto_pickles_a_chain_only_when_it_moves_it_to_the_workers(
     assert history[-1].parallel and packed == [1]
 
 
+@pytest.mark.usefixtures("unwarned")
 def test_an_unpicklable_chain_the_probe_would_move_stays_in_process_with_one_warning(
     small_module: IRModule, monkeypatch: pytest.MonkeyPatch, history
 ) -> None:  # type: ignore[no-untyped-def]
