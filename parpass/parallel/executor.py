@@ -127,7 +127,9 @@ class ParallelExecutor:
     """Runs function-level passes in worker processes when that pays; in-process otherwise."""
 
     def __init__(self) -> None:
-        self.cost = CostModel()
+        #: what was learned per backend (by ``parpass.scheduler``: "" for local workers), each its own
+        #: latency, transfer rate and worker speed, and the in-process costs learned beside each
+        self.costs: dict[str, CostModel] = {}
         self.inline = InlineExecutor()
         self.last: WaveStats | None = None
         self.history: list[WaveStats] = []
@@ -144,13 +146,28 @@ class ParallelExecutor:
         """Drop everything learned so far (pass costs, pool overhead, passes that look up others, the in-process
         work that earns the workers' start); whether the workers were started once stays."""
         with self._lock:
-            self.cost = CostModel()
+            self.costs.clear()
             self._looks_up.clear()
             self._bytes_per_function = 2000.0
             self._inline_seconds = 0.0
             self._visited.clear()
             self.history.clear()
             self.last = None
+
+    @property
+    def cost(self) -> CostModel:
+        """What was learned on the local workers (see :meth:`cost_of`)."""
+        return self.cost_of("")
+
+    def cost_of(self, scheduler: str) -> CostModel:
+        """What was learned on the backend of ``scheduler`` (config ``parpass.scheduler``; "" local workers):
+        a cluster's round trip costs milliseconds where local workers' costs a tenth of one, and its workers
+        need not be as fast as this machine's."""
+        with self._lock:
+            found = self.costs.get(scheduler)
+            if found is None:
+                found = self.costs[scheduler] = CostModel()
+            return found
 
     def start_workers(self, ctx: PassContext) -> bool:
         """Start ``ctx``'s workers now, without waiting for them, for a caller that knows work for them is
@@ -219,8 +236,9 @@ class ParallelExecutor:
         if auto:
             # Decide on the amount of IR without encoding anything just to measure it.
             estimate, encoded, unencoded = self._estimated_bytes(mod, table.indices)
-            known = self.cost.knows(names)
-            if known and not self.cost.should_parallelize(
+            cost = self.cost_of(cfg.scheduler)
+            known = cost.knows(names)
+            if known and not cost.should_parallelize(
                 names, estimate, cfg.num_workers, cfg.inline_below, encoded, unencoded
             ):
                 reason = "estimated faster in-process"
@@ -340,8 +358,9 @@ class ParallelExecutor:
         probe.done_bytes = done
         # What the first pass cost here, moved or not: a chain of it alone need not be run in-process once
         # more only to learn that (see CostModel.should_parallelize).
-        self.cost.record_decode(probe.decode_seconds, probe.decoded_bytes)
-        self.cost.record_inline(names[:1], probe.timing.wall - probe.decode_seconds, int(done))
+        cost = self.cost_of(cfg.scheduler)
+        cost.record_decode(probe.decode_seconds, probe.decoded_bytes)
+        cost.record_inline(names[:1], probe.timing.wall - probe.decode_seconds, int(done))
         if shipped:
             return probe
         return self._finish_in_process(passes, names, mod, ctx, observer, probe, asked)
@@ -411,17 +430,18 @@ class ParallelExecutor:
         """The chain's remaining work, at the rate its first functions showed: estimated (in-process,
         parallel) seconds."""
         rate = elapsed / max(done, 1.0)  # seconds per byte of the first pass, here
-        known = self.cost.estimates(names, int(total), cfg.num_workers)[0] / max(total, 1.0)
-        chain_rate = max(rate * len(names), known) if self.cost.knows(names) else rate * len(names)
+        cost = self.cost_of(cfg.scheduler)
+        known = cost.estimates(names, int(total), cfg.num_workers)[0] / max(total, 1.0)
+        chain_rate = max(rate * len(names), known) if cost.knows(names) else rate * len(names)
         left = max(total - done, 0.0)
         # Moving leaves to the workers the whole chain on the functions not reached yet, and its later passes
         # on those the first pass ran on here (they take up from its results): in bytes of whole-chain work,
         rest = left + done * (len(names) - 1) / len(names)
         inline = chain_rate * rest
-        parallel = self.cost.measured_parallel(names, rest)
+        parallel = cost.measured_parallel(names, rest)
         if parallel is None:
-            shipped = self.cost.ship_rate * (left + done if len(names) > 1 else left)
-            parallel = self.cost.overhead + shipped + _WORKER_FACTOR * inline / cfg.num_workers
+            shipped = cost.ship_rate * (left + done if len(names) > 1 else left)
+            parallel = cost.overhead + shipped + _WORKER_FACTOR * inline / cfg.num_workers
         return inline, parallel
 
     def _estimated_bytes(self, mod: IRModule, indices: list[int]) -> tuple[int, int, int]:
@@ -471,9 +491,10 @@ class ParallelExecutor:
         result = self.inline.run(passes, mod, ctx, observer)
         end = time.perf_counter()
         if nbytes and not backend_mod.in_worker():
+            cost = self.cost_of(ParallelConfig.of(ctx).scheduler)
             if pending:
-                self.cost.record_decode(decoded - start, sum(mod.cached_size(name) or 0 for name in pending))
-            self.cost.record_inline(names, end - decoded, nbytes)
+                cost.record_decode(decoded - start, sum(mod.cached_size(name) or 0 for name in pending))
+            cost.record_inline(names, end - decoded, nbytes)
         wall = end - start
         self._remember(WaveStats(names, False, reason, nbytes=nbytes, wall=wall, parent_seconds=wall))
         return result
@@ -500,6 +521,7 @@ class ParallelExecutor:
         """Run the chain on the functions ``shipped.indices`` in workers; ``probe``, if given, is what ran
         of it in-process first (the first pass on the first functions), which the workers take up from."""
         backend = backend_mod.backend_for(cfg.scheduler)
+        cost = self.cost_of(cfg.scheduler)
         self._pool_started = True
         start = time.perf_counter()
         names = tuple(p.info.name for p in passes)
@@ -541,16 +563,16 @@ class ParallelExecutor:
             if probe is None:  # a whole wave in workers: what it took, load included, decides the next
                 taken = time.perf_counter() - start + shipped.seconds - shipped.encode_seconds - starting
                 missed = sum(r.misses for r in results) * nbytes // max(len(indices), 1)
-                self.cost.record_parallel(names, taken, nbytes, cfg.num_workers, missed)
+                cost.record_parallel(names, taken, nbytes, cfg.num_workers, missed)
             if shipped.unencoded:
-                self.cost.record_encode(shipped.encode_seconds, shipped.unencoded)
+                cost.record_encode(shipped.encode_seconds, shipped.unencoded)
         finally:
             end = time.perf_counter()
             # the pass calls' time, less the workers' waits for a CPU: what the chain itself costs, neither
             # their decoding and encoding nor what other programs took (that is in record_parallel's wave)
             passes_busy = sum(sum(r.stage_wall) - sum(r.stage_waited) for r in results)
-            self.cost.record_workers(names, passes_busy, nbytes)
-            self.cost.record_wave(end - start - (merge_start - start - setup - waited), busy, cfg.num_workers, nbytes)
+            cost.record_workers(names, passes_busy, nbytes)
+            cost.record_wave(end - start - (merge_start - start - setup - waited), busy, cfg.num_workers, nbytes)
             parent = setup + shipped.seconds + (end - merge_start) + run.parent_seconds
             wall = end - start + shipped.seconds
             stats = WaveStats(

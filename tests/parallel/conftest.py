@@ -78,11 +78,18 @@ BACKENDS = (
 ).split(",")
 
 
-@pytest.fixture(params=BACKENDS, autouse=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test here on each of :data:`BACKENDS`, but those marked ``own_backend`` (they pick their own)."""
+    if "backend" in metafunc.fixturenames and not metafunc.definition.get_closest_marker("own_backend"):
+        metafunc.parametrize("backend", BACKENDS, indirect=True)
+
+
+@pytest.fixture(autouse=True)
 def backend(request: pytest.FixtureRequest) -> Iterator[str]:
     """The backend the test's parallel runs use: loky's local workers, or (installed with set_backend) the
-    workers of a Dask LocalCluster. A test marked ``loky_only`` checks what only local workers have."""
-    if request.param == "loky":
+    workers of a Dask LocalCluster. A test marked ``loky_only`` checks what only local workers have; one
+    marked ``own_backend`` runs once, on loky's unless it chooses (the Dask backend's own tests do)."""
+    if getattr(request, "param", "loky") == "loky":
         yield "loky"
         return
     if request.node.get_closest_marker("loky_only"):

@@ -33,6 +33,7 @@ from parpass.testing import random_module
 from parpass.transform import PassContext, Sequential, function_pass
 
 distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.own_backend  # each test names its cluster
 
 
 def _start(tmp: Path, name: str, **config: object) -> distributed.LocalCluster:
@@ -198,6 +199,26 @@ def test_num_workers_caps_the_workers_used(dask_cluster: tuple[str, Path], small
     with _on(address, workers=1):
         out = count_bindings(small_module)
     assert module_bytes(out) == module_bytes(_serial(count_bindings, small_module))  # on one worker
+
+
+def test_what_auto_learns_on_a_cluster_is_the_cluster_s_own(dask_cluster: tuple[str, Path]) -> None:
+    """Each backend has its own cost model: a cluster's round trip (milliseconds) does not make local
+    workers look slow, nor theirs a cluster fast."""
+    address, _ = dask_cluster
+    mod = random_module(num_functions=40, num_prim_funcs=0, size=4, seed=2)
+    executor.forget()
+    local = PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"})
+    for _ in range(3):
+        with local:
+            count_bindings(mod)
+    learned = executor.cost_of("").overhead
+    for _ in range(3):
+        with _on(address):
+            count_bindings(mod)
+    assert executor.cost_of("").overhead == learned  # untouched by the cluster's waves
+    assert executor.cost is executor.cost_of("")
+    assert executor.cost_of(address).overhead > learned  # a Dask round trip is dearer than a local one
+    assert executor.cost_of(address).measured_parallel(["CountBindings"], 1000) is not None
 
 
 def test_a_timeout_names_the_late_function_and_restarts_only_its_worker(tmp_path: Path, small_module: IRModule) -> None:
