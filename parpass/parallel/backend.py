@@ -272,6 +272,7 @@ class LokyBackend:
         self._lock = threading.Lock()
         self._crew: Crew | None = None
         self._crew_lock = threading.Lock()  # held for a whole wave
+        self._exit_watch: threading.Thread | None = None
 
     def _current(self, num_workers: int) -> _Pool:
         """The pool to submit to: the current one if it has ``num_workers`` and is usable, else a new one.
@@ -395,6 +396,11 @@ class LokyBackend:
                 self.warm(num_workers)
                 crew = self._crew = Crew(self._submit, num_workers, self._crew_idle)
             _close_crew_before_loky_exits(self)
+            if self._exit_watch is None:
+                self._exit_watch = threading.Thread(
+                    target=_close_crew_when_exiting, args=(self,), name="parpass-exit-watch", daemon=True
+                )
+                self._exit_watch.start()
             try:
                 yield crew
             except BaseException:
@@ -467,6 +473,23 @@ def _close_crew_before_loky_exits(backend: LokyBackend) -> None:
         return
     with contextlib.suppress(RuntimeError):  # already shutting down
         register(backend.close_crew)
+
+
+#: Seconds between two looks of the exit watch (see _close_crew_when_exiting).
+_EXIT_WATCH_EVERY = 0.1
+
+
+def _close_crew_when_exiting(backend: LokyBackend) -> None:
+    """Let the crew's seats go as soon as the interpreter starts exiting (a daemon thread's loop).
+
+    What :func:`_close_crew_before_loky_exits` cannot ensure: a process pool
+    started after the last wave (a benchmark's, a user's) registers loky's exit
+    hook after ours, and it runs first, waiting for the seats; this lets them
+    go while it waits.
+    """
+    while not getattr(threading, "_SHUTTING_DOWN", False):
+        time.sleep(_EXIT_WATCH_EVERY)
+    backend.close_crew()
 
 
 def _is_worker_death(error: BaseException) -> bool:

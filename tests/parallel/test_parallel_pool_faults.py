@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -335,3 +336,29 @@ def test_the_crew_closes_before_a_loky_pool_started_after_it_waits_at_exit(small
     with parallel_ctx(2):
         count_bindings(small_module)
     assert hooks[-1].func == get_backend().close_crew  # type: ignore[attr-defined]
+
+
+_POOL_AFTER_THE_LAST_WAVE = """
+import sys
+sys.path[:0] = {path!r}
+from loky import ProcessPoolExecutor
+from parallel_support import parallel_ctx
+from ptest_passes import count_bindings
+from parpass.testing import random_module
+
+with parallel_ctx(2):
+    count_bindings(random_module(num_functions=12, num_prim_funcs=0, size=4, seed=1))
+other = ProcessPoolExecutor(1)  # started after the last wave, and never shut down: its exit hook runs first
+print(other.submit(int, "7").result())
+"""
+
+
+@pytest.mark.loky_only  # loky's exit hook
+def test_a_loky_pool_started_after_the_last_wave_does_not_hold_up_the_exit(tmp_path: Path) -> None:
+    """No wave comes after that pool to put parpass's exit hook last: the crew's seats are let go as soon as
+    the interpreter starts exiting, and the process ends (it waited for them two minutes)."""
+    script = tmp_path / "pool_after.py"
+    script.write_text(_POOL_AFTER_THE_LAST_WAVE.format(path=sys.path))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "7"
