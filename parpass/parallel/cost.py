@@ -40,6 +40,9 @@ DEFAULT_SHIP_RATE = 1e-9
 DEFAULT_DECODE_RATE = 14e-9
 #: Seconds per byte to encode a function held only decoded, assumed before measured (~9 us for 2.4 kB).
 DEFAULT_ENCODE_RATE = 4e-9
+#: Seconds a chunk's round trip adds to its work (sending it, starting it, taking its answer), assumed before
+#: measured: a local crew's socket costs ~0.2 ms, a Dask cluster's scheduler ~5 ms.
+DEFAULT_LATENCY = 0.5e-3
 #: Smoothing of the running estimates (weight of the newest measurement).
 _ALPHA = 0.5
 #: Waves whose overhead the estimate is the median of.
@@ -77,6 +80,9 @@ class CostModel:
         self.ship_rate = DEFAULT_SHIP_RATE
         self.decode_rate = DEFAULT_DECODE_RATE
         self.encode_rate = DEFAULT_ENCODE_RATE
+        #: a chunk's round trip beyond its work (see record_latency): the median of the last waves' samples
+        self.latency = DEFAULT_LATENCY
+        self._latencies: list[float] = []
         self._lock = threading.Lock()
 
     @staticmethod
@@ -140,6 +146,23 @@ class CostModel:
             self._overheads.append(sample)
             del self._overheads[:-_SAMPLES]
             self.overhead = statistics.median(self._overheads)
+
+    def record_latency(self, samples: Sequence[float]) -> None:
+        """Chunks' round trips beyond their work, as the parent saw them (each seat's first chunk of a wave:
+        from handing it out to its answer, less the chunk's own seconds in the worker)."""
+        if samples:
+            with self._lock:
+                self._latencies.extend(max(sample, 0.0) for sample in samples)
+                del self._latencies[: -_SAMPLES * 4]
+                self.latency = statistics.median(self._latencies)
+
+    def worker_rate(self, chain: Sequence[str]) -> float:
+        """Seconds per byte of IR of the chain's pass calls in a worker: measured there, else in-process,
+        else the default."""
+        key = tuple(chain)
+        with self._lock:
+            rate = self._worker.get(key) or self._inline.get(key)
+        return rate if rate is not None else DEFAULT_RATE * len(key)
 
     def knows(self, chain: Sequence[str]) -> bool:
         """Whether the chain's cost was measured (in-process or in workers) in this process."""

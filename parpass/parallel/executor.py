@@ -69,6 +69,8 @@ _KINDS: dict[str, type[BaseFunc]] = {"Function": Function, "PrimFunc": PrimFunc}
 _POLL = 0.05
 #: Chunks handed to a seat ahead of its answers, so that it never waits for the parent between chunks.
 _IN_FLIGHT = 2
+#: A chunk carries at least this many of the backend's chunk round trips of work (see CostModel.latency).
+_LATENCY_MULTIPLE = 8
 #: Digests whose holder the executor remembers before it forgets those of functions no longer in the module
 #: of the last wave (only a hint): at least this many, and this many per function of that module. A map
 #: that grew without bound (over many pipeline runs) made every lookup a cache miss.
@@ -642,7 +644,10 @@ class ParallelExecutor:
         try:
             holder = cast("dict[bytes | None, int]", crew.owners).get  # None: a digest the parent lacks
             owners = list(map(holder, map(wave.digests.__getitem__, indices)))
-            dispatcher = Dispatcher(indices, sizes, owners, crew.size)
+            cost = self.cost_of(cfg.scheduler)
+            # a chunk carries at least _LATENCY_MULTIPLE round trips of work (in bytes of IR at the chain's rate)
+            floor = _LATENCY_MULTIPLE * cost.latency / max(cost.worker_rate(names), 1e-12)
+            dispatcher = Dispatcher(indices, sizes, owners, crew.size, floor)
             outstanding = [0] * crew.size
             run = _Run()
             for _ in range(_IN_FLIGHT):
@@ -660,6 +665,7 @@ class ParallelExecutor:
                 if cfg.timeout > 0:
                     self._check_timeout(crew, wave, names, mod, ctx, passes, cfg)
             t1 = time.perf_counter()
+            cost.record_latency(run.latencies)
             run.stolen = dispatcher.stolen
             _map_results(crew, run)
             _note_owners(crew, run, wave.digests)
@@ -713,6 +719,7 @@ class ParallelExecutor:
             self._fail_crash(error, names, [], [], mod, ctx, passes, cfg)
         assert isinstance(answer, ChunkDone) and answer.wave == wave_path
         run.answers.append((seat, answer))
+        run.answered(seat, answer.seconds)
 
     def _check_timeout(
         self,
@@ -741,6 +748,7 @@ class ParallelExecutor:
     ) -> None:
         chunk = dispatcher.next_chunk(seat)
         if chunk:
+            run.sent(seat)
             crew.run(seat, wave_path, chunk)
             outstanding[seat] += 1
             run.chunks += 1
@@ -1038,6 +1046,20 @@ class _Run:
         self.chunks = 0
         self.stolen = 0
         self.parent_seconds = 0.0  # handing out chunks and taking in answers (the rest of the wait is the workers')
+        #: each seat's first chunk's round trip beyond its work (it waited behind no other chunk of the seat)
+        self.latencies: list[float] = []
+        self._first_sent: dict[int, float] = {}
+
+    def sent(self, seat: int) -> None:
+        """A chunk went to ``seat``."""
+        self._first_sent.setdefault(seat, time.perf_counter())
+
+    def answered(self, seat: int, seconds: float) -> None:
+        """A chunk of ``seat`` came back, ``seconds`` of work in the worker."""
+        sent = self._first_sent.get(seat)
+        if sent is not None and sent >= 0:
+            self.latencies.append(time.perf_counter() - sent - seconds)
+            self._first_sent[seat] = -1.0  # later chunks waited behind earlier ones: no sample
 
 
 class _LostElsewhere(Exception):

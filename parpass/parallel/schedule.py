@@ -6,10 +6,13 @@ wave), or, for a function nobody holds, the seat with the least work queued
 so far (largest functions first, so the queues come out even). A seat is
 handed its own queue in shrinking chunks (*factoring*: half of what it has
 left each time, down to a floor of :data:`MIN_CHUNK_SHARE` of the wave's work
-per seat), so that few round trips carry most of the work and the end of the
-queue stays small. A seat whose queue is empty steals half of what is left in
-the fullest queue, from its small end: balance does not depend on the digests
-being spread evenly, and a stolen function only costs the thief a decode.
+per seat, or the caller's ``floor``, at most :data:`MAX_FLOOR_SHARE` of it: a
+backend whose round trip costs milliseconds asks for chunks that each carry
+many times that), so that few
+round trips carry most of the work and the end of the queue stays small. A
+seat whose queue is empty steals half of what is left in the fullest queue,
+from its small end: balance does not depend on the digests being spread
+evenly, and a stolen function only costs the thief a decode.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from collections.abc import Sequence
 #: Smallest chunk, as a share of a wave's work per seat: smaller ones balance the end of a wave
 #: better, but each costs a round trip.
 MIN_CHUNK_SHARE = 1 / 32
+#: Largest floor a caller may ask for, as a share of a wave's work per seat: each seat still gets a few
+#: chunks, so that a seat done early has something to steal.
+MAX_FLOOR_SHARE = 1 / 4
 
 
 class Dispatcher:
@@ -29,14 +35,21 @@ class Dispatcher:
 
     ``targets`` are function indices, ``sizes`` their encoded sizes (the
     estimate of their cost), ``owners`` the seat holding each resident (None:
-    nobody).
+    nobody), ``floor`` the least work (in sizes) worth a chunk of its own.
 
     Each seat's queue is a list, largest first, of which ``[lo, hi)`` is left, with the running sums of its
     sizes: a chunk (from the large end) and a theft (from the small end) are each one bisection and one
     slice, whatever their length (the parent hands out a wave's thousands of functions between answers).
     """
 
-    def __init__(self, targets: Sequence[int], sizes: Sequence[int], owners: Sequence[int | None], seats: int) -> None:
+    def __init__(
+        self,
+        targets: Sequence[int],
+        sizes: Sequence[int],
+        owners: Sequence[int | None],
+        seats: int,
+        floor: float = 0.0,
+    ) -> None:
         self.seats = max(seats, 1)
         if len(targets) != len(sizes) or len(targets) != len(owners):
             raise ValueError("Dispatcher: targets, sizes and owners differ in length")
@@ -64,7 +77,8 @@ class Dispatcher:
         self._sums = [_running_sums(q, size) for q in self._queues]
         self._lo = [0] * self.seats
         self._hi = [len(q) for q in self._queues]
-        self._floor = max(sum(size) * MIN_CHUNK_SHARE / self.seats, 1.0)
+        per_seat = sum(size) / self.seats
+        self._floor = max(per_seat * MIN_CHUNK_SHARE, min(floor, per_seat * MAX_FLOOR_SHARE), 1.0)
         self.stolen = 0
 
     def remaining(self) -> int:

@@ -22,7 +22,7 @@ from parpass.ir.node import BaseFunc
 from parpass.parallel import get_backend
 from parpass.parallel.cost import CostModel
 from parpass.parallel.resident import DIGEST_SIZE, ResidentCache, digest_of
-from parpass.parallel.schedule import MIN_CHUNK_SHARE, Dispatcher
+from parpass.parallel.schedule import MAX_FLOOR_SHARE, MIN_CHUNK_SHARE, Dispatcher
 from parpass.testing import random_module
 from parpass.transform import PassContext, Sequential
 
@@ -160,6 +160,36 @@ def test_chunks_shrink_towards_the_end_of_a_queue() -> None:
     assert sum(shares) == pytest.approx(0.5, abs=0.01) and len(chunks) <= 40
     biggest = sorted(range(2000), key=lambda i: -sizes[i])[:50]
     assert set(biggest) <= set(chunks[0]) | set(dispatcher.next_chunk(1))  # the biggest go first, never last
+
+
+@pytest.mark.parametrize("floor_share", [1 / 8, 1.0])
+def test_a_caller_s_floor_makes_chunks_larger_up_to_a_few_per_seat(floor_share: float) -> None:
+    """A backend whose round trip is dear asks for large chunks (a floor, in sizes); each seat still gets
+    several, so that one done early has something to steal."""
+    sizes = [100] * 2000
+    per_seat = sum(sizes) / 2
+    dispatcher = Dispatcher(list(range(2000)), sizes, [None] * 2000, 2, floor=per_seat * floor_share)
+    chunks, _ = _own_chunks(dispatcher, 0)
+    shares = [sum(sizes[i] for i in c) / per_seat for c in chunks]
+    floor = min(floor_share, MAX_FLOOR_SHARE)
+    assert all(share >= floor - 0.001 for share in shares[:-1])
+    assert sum(shares) == pytest.approx(1.0) and len(chunks) <= 1 / floor + 1
+    plain, _ = _own_chunks(Dispatcher(list(range(2000)), sizes, [None] * 2000, 2), 0)
+    assert len(chunks) < len(plain)  # fewer round trips than the default floor's
+
+
+def test_the_chunk_latency_is_the_median_of_recent_samples_and_the_worker_rate_falls_back() -> None:
+    model = CostModel()
+    assert model.latency == cost_mod.DEFAULT_LATENCY
+    model.record_latency([0.004, 0.006, 0.2])  # one slow start does not decide
+    assert model.latency == pytest.approx(0.006)
+    model.record_latency([-0.001])  # a chunk timed a little short of its work: no negative latency
+    assert model.latency >= 0.0
+    assert model.worker_rate(["A", "B"]) == 2 * cost_mod.DEFAULT_RATE
+    model.record_inline(["A"], 0.5, 1000)
+    assert model.worker_rate(["A"]) == pytest.approx(0.5 / 1000)
+    model.record_workers(["A"], 0.2, 1000)
+    assert model.worker_rate(["A"]) == pytest.approx(0.2 / 1000)
 
 
 def test_an_empty_wave_hands_out_nothing() -> None:
