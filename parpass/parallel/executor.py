@@ -254,7 +254,7 @@ class ParallelExecutor:
         if known:
             self._pool_started = True  # what this chain cost says the workers pay: they may start
         if probing:
-            outcome = self._probe(passes, mod, ctx, observer, cfg, names, targets, estimate)
+            outcome = self._probe(passes, mod, ctx, observer, cfg, names, table, estimate)
             if isinstance(outcome, IRModule):
                 return outcome
             probe = outcome
@@ -307,7 +307,7 @@ class ParallelExecutor:
         observer: ChainObserver | None,
         cfg: ParallelConfig,
         names: tuple[str, ...],
-        targets: list[str],
+        table: _Table,
         estimate: int,
     ) -> IRModule | _Probe:
         """Run the chain's first pass in-process, in module order; start the workers when the work it shows
@@ -320,8 +320,10 @@ class ParallelExecutor:
         """
         p0 = passes[0]
         view = mod.read_only_view(view_reason(p0.info.name))
-        first = targets if len(passes) == 1 else p0.targets(mod)
-        per_function = estimate / max(1, len(targets))
+        names_, heads = table.names, table.heads
+        # the first pass's targets, from the heads the wave read (p0.targets would read them again)
+        first = [names_[i] for i in table.indices if len(passes) == 1 or p0.visits(*heads[i])]
+        per_function = estimate / max(1, len(table.indices))
         probe = _Probe()
         start, cpu = time.perf_counter(), time.process_time()
         check = start + _PROBE_FIRST
