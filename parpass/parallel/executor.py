@@ -320,9 +320,9 @@ class ParallelExecutor:
         """
         p0 = passes[0]
         view = mod.read_only_view(view_reason(p0.info.name))
-        names_, heads = table.names, table.heads
         # the first pass's targets, from the heads the wave read (p0.targets would read them again)
-        first = [names_[i] for i in table.indices if len(passes) == 1 or p0.visits(*heads[i])]
+        heads = table.heads
+        first = [table.names[i] for i in table.indices if len(passes) == 1 or p0.visits(*heads[i])]
         per_function = estimate / max(1, len(table.indices))
         probe = _Probe()
         start, cpu = time.perf_counter(), time.process_time()

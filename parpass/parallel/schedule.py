@@ -8,11 +8,11 @@ handed its own queue in shrinking chunks (*factoring*: half of what it has
 left each time, down to a floor of :data:`MIN_CHUNK_SHARE` of the wave's work
 per seat, or the caller's ``floor``, at most :data:`MAX_FLOOR_SHARE` of it: a
 backend whose round trip costs milliseconds asks for chunks that each carry
-many times that), so that few
-round trips carry most of the work and the end of the queue stays small. A
-seat whose queue is empty steals half of what is left in the fullest queue,
-from its small end: balance does not depend on the digests being spread
-evenly, and a stolen function only costs the thief a decode.
+many times that), so that few round trips carry most of the work and the end
+of the queue stays small. A seat whose queue is empty steals half of what is
+left in the fullest queue, from its small end: balance does not depend on the
+digests being spread evenly, and a stolen function only costs the thief a
+decode.
 """
 
 from __future__ import annotations
