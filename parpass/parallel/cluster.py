@@ -31,8 +31,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Container, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
@@ -67,14 +67,18 @@ _COLLECT_POLL = 0.25
 # the wave on the wire
 
 
-def pack_wave(header: WaveHeader, stores: Mapping[str, StoreReader]) -> bytes:
-    """One bytes object holding the wave ``header`` and every function's bytes (and each probe's), read from
-    the parent's ``stores``: what a cluster worker gets instead of a wave file it could not open."""
+def pack_wave(header: WaveHeader, stores: Mapping[str, StoreReader], held: Container[int] = ()) -> bytes:
+    """One bytes object holding the wave ``header`` and the bytes of every function but those ``held`` (the
+    worker it goes to holds them resident: their offset is -1), and each probe's, read from the parent's
+    ``stores``: what a cluster worker gets instead of a wave file it could not open."""
     readers = [stores[path] for path in header.stores]
     parts: list[memoryview] = []
     offsets: list[int] = []
     at = 0
-    for where, offset, length in zip(header.where, header.offsets, header.lengths, strict=True):
+    for index, (where, offset, length) in enumerate(zip(header.where, header.offsets, header.lengths, strict=True)):
+        if index in held:
+            offsets.append(-1)
+            continue
         parts.append(readers[where].view(offset, length))
         offsets.append(at)
         at += length
@@ -97,13 +101,18 @@ class WaveBytes:
         (size,) = _LEN.unpack_from(view, 0)
         self.header = msgspec.msgpack.decode(view[_LEN.size : _LEN.size + size], type=WaveHeader)
         self._data = view[_LEN.size + size :]
+        #: the functions whose bytes the parent left out: this worker holds them (see _Wave.pin)
+        self.absent = [index for index, offset in enumerate(self.header.offsets) if offset < 0]
 
     def stored_bytes(self, where: int, offset: int, length: int) -> memoryview:
         return self._data[offset : offset + length]
 
     def function_bytes(self, index: int) -> memoryview:
         header = self.header
-        return self._data[header.offsets[index] : header.offsets[index] + header.lengths[index]]
+        start = header.offsets[index]
+        if start < 0:  # pinned when the wave opened (see _ClusterSeat.ready_for): never read
+            raise LookupError(f"wave {self.path}: the bytes of function {index} were left out (held here)")
+        return self._data[start : start + header.lengths[index]]
 
     def close(self) -> None:
         """Nothing to release: the bytes go with the last reference."""
@@ -159,13 +168,37 @@ class _ClusterSeat:
         self.sink = _AnswerBytes()
         self.progress = _Progress()
         self.payload = b""  # the bytes of the wave the next chunk opens (a worker serves one wave at a time)
+        self.opened_with: bytes | None = None  # the payload the open wave came in
+        self.absent: list[int] = []  # the open wave's functions whose bytes it left out
         self.seat = worker_mod.Seat(0, self.progress, self.sink, self._open)
         self.idle_since = time.monotonic()
         threading.Thread(target=self._collect_when_idle, name="parpass-collect", daemon=True).start()
 
     def _open(self, name: str) -> WaveBytes:
         payload, self.payload = self.payload, b""
-        return WaveBytes(name, payload)
+        wave = WaveBytes(name, payload)
+        self.opened_with, self.absent = payload, wave.absent
+        return wave
+
+    def ready_for(self, name: str, payload: bytes) -> bool:
+        """Whether this worker can run a chunk of wave ``name``, whose ``payload`` the chunk brings: the wave
+        is open here, with every function's bytes or the function itself (the parent leaves out the
+        functions it knows this worker holds; one evicted since makes the payload lack it). A payload other
+        than the one the open wave lacks functions of (the whole wave, sent after that) opens it again."""
+        wave = self.seat.wave
+        if wave is not None and wave.file.path == name and (payload is self.opened_with or not self.absent):
+            return True
+        self.seat.close_wave()
+        self.payload = payload
+        try:
+            opened = self.seat.wave_of(name)
+        except BaseException:  # serve_chunk opens it once more, and reports what is wrong
+            self.payload = payload
+            return True
+        if opened.pin(self.absent):
+            self.seat.close_wave()
+            return False
+        return True
 
     def _collect_when_idle(self) -> None:
         while True:
@@ -187,12 +220,13 @@ def _here() -> _ClusterSeat:
     return _seat
 
 
-def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[bytes, bytes]:
-    """The task of one chunk on a cluster worker: the encoded answer, and the new bytes it refers to."""
+def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[bytes, bytes] | None:
+    """The task of one chunk on a cluster worker: the encoded answer, and the new bytes it refers to; None
+    when the wave's payload lacks functions this worker no longer holds (the parent then sends it whole)."""
     with _LOCK:
         here = _here()
-        if here.seat.wave is None or here.seat.wave.file.path != name:
-            here.payload = payload
+        if not here.ready_for(name, payload):
+            return None
         here.progress.wave = name
         try:
             answer = worker_mod.serve_chunk(here.seat, RunChunk(name, indices))
@@ -294,6 +328,10 @@ def restart(client: Client, addresses: list[str]) -> None:
         )
 
 
+#: What :meth:`ClusterCrew._answer` returns for a chunk whose worker lacked a function's bytes.
+_LACKS = object()
+
+
 class ClusterCrew(StoreKeeper):
     """The seats of a wave on a cluster: one per worker address, in address order.
 
@@ -319,14 +357,15 @@ class ClusterCrew(StoreKeeper):
         self.addresses = addresses = [a for a in addresses if a in self.pids]  # a worker that did not answer: gone
         self.size = len(addresses)
         self._route = list(addresses)  # the worker serving each seat now
-        self._waves: dict[str, Future] = {}
+        self._waves: dict[str, dict[str, Future]] = {}  # per wave: the data each worker reads it from
         self._pending: dict[Future, tuple[int, list[int]]] = {}
         self._sent: dict[Future, float] = {}  # when each pending chunk was sent (time.monotonic)
         self._late: set[int] = set()  # seats found running one function past the limit asked about
         self._asked = 0.0  # when the workers were last asked what they run
         self._checked = time.monotonic()  # when the scheduler was last asked which workers it has
         self._wave = ""
-        self._payload = b""  # the wave's data, kept to send again when a worker that held it is lost
+        self._header: WaveHeader | None = None  # the wave's, to send it whole where a worker lacks a function
+        self._whole: set[str] = set()  # the workers that have the wave whole
         self._done: queue.SimpleQueue[Future] = queue.SimpleQueue()  # chunks done, as they come
         self._directory = scratch_dir()
         self._limit = 64 << 20
@@ -336,28 +375,67 @@ class ClusterCrew(StoreKeeper):
         self._directory = directory
 
     def publish(self, header: WaveHeader) -> str:
+        """Send each worker of the crew the wave, less the functions the executor says its seat holds
+        resident (``owners``): a wave of a pipeline's next pass sends each worker about the other's half."""
         self._limit = header.store_limit
-        self._payload = pack_wave(header, self.stores)
+        self._header = header
+        self._wave = wave = f"parpass-wave-{os.urandom(8).hex()}"
+        self._waves[wave] = {}
+        self._whole.clear()
+        # a worker serving two seats (since one was lost) gets the whole wave
+        held = [
+            self._held(seat, header) if self._route.count(address) == 1 else set()
+            for seat, address in enumerate(self._route)
+        ]
+        if not any(held):  # nobody holds anything yet: the same bytes for all, sent once
+            self._send_whole(sorted(set(self._route)), again=True)
+            return wave
+        for address, skip in dict(zip(self._route, held, strict=True)).items():
+            self._waves[wave][address] = self._send(pack_wave(header, self.stores, skip), [address])
+            if not skip:
+                self._whole.add(address)
+        return wave
+
+    def _held(self, seat: int, header: WaveHeader) -> set[int]:
+        """The functions of the wave whose digest the executor last saw ``seat`` hold."""
+        holder = self.owners.get
+        return {index for index, digest in enumerate(header.digests) if digest and holder(digest) == seat}
+
+    def _send(self, payload: bytes, addresses: list[str]) -> Future:
+        """``payload`` put in the memory of the workers ``addresses`` (one Dask data item)."""
         try:
-            [future] = self.client.scatter([self._payload], workers=self.addresses, broadcast=True, hash=False)
+            [future] = self.client.scatter([payload], workers=addresses, broadcast=len(addresses) > 1, hash=False)
         except Exception as err:  # a worker of the crew is gone (the scheduler has not seen it yet, say)
             raise CrewLost(f"the wave could not reach the crew's workers: {type(err).__name__}: {err}") from err
-        self._waves[future.key] = future
-        self._wave = str(future.key)
-        return self._wave
+        return future
+
+    def _send_whole(self, addresses: list[str], again: bool = False) -> None:
+        """Send the wave, every function's bytes, to the workers ``addresses`` that lack it whole (``again``:
+        to all of them), for its chunks from now on."""
+        assert self._header is not None
+        addresses = [address for address in addresses if again or address not in self._whole]
+        if not addresses:
+            return
+        whole = self._send(pack_wave(self._header, self.stores), addresses)
+        self._whole.update(addresses)
+        waves = self._waves[self._wave]
+        for address in addresses:
+            old = waves.get(address)
+            waves[address] = whole
+            if old is not None and old is not whole:
+                old.release()
 
     def withdraw(self, wave: str) -> None:
-        future = self._waves.pop(wave, None)
-        if future is not None:
+        for future in set(self._waves.pop(wave, {}).values()):
             future.release()
         if wave == self._wave:
-            self._payload = b""
+            self._header = None
 
     def run(self, seat: int, wave: str, indices: list[int]) -> None:
         future = self.client.submit(
             run_cluster_chunk,
             wave,
-            self._waves[wave],
+            self._waves[wave][self._route[seat]],
             indices,
             workers=[self._route[seat]],
             allow_other_workers=False,
@@ -387,8 +465,13 @@ class ClusterCrew(StoreKeeper):
             if answer is None:
                 failed.append(future)
                 continue
-            del self._pending[future], self._sent[future]
-            out.append((seat, answer))
+            _, indices = self._pending.pop(future)
+            del self._sent[future]
+            if answer is _LACKS:  # its worker no longer holds a function the wave left out: send it whole
+                self._send_whole([self._route[seat]])
+                self.run(seat, self._wave, indices)
+                continue
+            out.append((seat, cast("FromWorker", answer)))
         if failed or time.monotonic() - self._checked > _CHECK_EVERY:
             self._checked = time.monotonic()
             live = self._live()
@@ -397,17 +480,21 @@ class ClusterCrew(StoreKeeper):
                 self._recover(lost, failed, live)
         return out
 
-    def _answer(self, future: Future) -> FromWorker | None:
-        """A done chunk's answer, its new bytes in the parent's store; None if its worker was lost."""
+    def _answer(self, future: Future) -> FromWorker | object | None:
+        """A done chunk's answer, its new bytes in the parent's store; :data:`_LACKS` if its worker lacked
+        a function's bytes (see :meth:`_ClusterSeat.ready_for`); None if its worker was lost."""
         if future.status != "finished":
             if self.client.status != "running":
                 error = _error_of(future)
                 raise CrewLost(f"a cluster chunk was lost: {type(error).__name__}: {error}")
             return None  # its worker died (KilledWorker), or the wave's data was lost with one
         try:
-            data, blob = future.result()
+            result = future.result()
         except Exception:  # its result was on a worker lost since
             return None
+        if result is None:
+            return _LACKS
+        data, blob = result
         answer = decode_from_worker(data)
         if isinstance(answer, ChunkDone) and answer.indices:
             answer.store, (base,) = self.place(self._directory, self._limit, [blob])
@@ -432,9 +519,9 @@ class ClusterCrew(StoreKeeper):
             alive = sorted(self._live() - lost)
         if not alive:
             raise CrewLost(f"every worker of the crew was lost ({', '.join(sorted(lost))})")
-        # The scheduler may count the wave's data lost with a worker (it was sent to the crew at once):
-        # it goes again to the workers left.
-        [self._waves[self._wave]] = self.client.scatter([self._payload], workers=alive, broadcast=True, hash=False)
+        # The scheduler may count the wave's data lost with a worker; and a worker that takes over a lost
+        # one's seat does not hold its functions: the whole wave goes again to the workers left.
+        self._send_whole(alive, again=True)
         suspects = sorted(i for _, seat, indices in orphans if self._route[seat] in lost for i in indices)
         if suspects:
             self._isolate(suspects, alive[0], lost)
@@ -451,7 +538,7 @@ class ClusterCrew(StoreKeeper):
         future = self.client.submit(
             run_isolated,
             self._wave,
-            self._waves[self._wave],
+            self._waves[self._wave][where],
             indices,
             workers=[where],
             allow_other_workers=False,
@@ -522,7 +609,7 @@ class ClusterCrew(StoreKeeper):
         if self.closed:
             return
         self.closed = True
-        for future in [*self._waves.values(), *self._pending]:
+        for future in [*(f for waves in self._waves.values() for f in waves.values()), *self._pending]:
             with contextlib.suppress(Exception):
                 future.release()
         self._waves.clear()

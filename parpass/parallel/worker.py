@@ -242,6 +242,7 @@ class _Wave:
         self.hits = self.misses = 0
         self._loading = 0
         self._inputs: dict[int, BaseFunc] = {}  # the wave's input functions this worker has in hand
+        self._pinned: dict[int, BaseFunc] = {}  # resident functions whose bytes the wave left out (see pin)
         #: functions whose chain starts at its second pass: where the bytes to start from lie
         self.probes = {index: (where, offset, length) for index, where, offset, length in header.probes}
         self._probe_digests: dict[int, bytes] = {}
@@ -270,6 +271,8 @@ class _Wave:
         digest = self.digest(index)
         func = self.cache.get(digest)
         if func is None:
+            func = self._pinned.get(index)
+        if func is None:
             data = self.file.function_bytes(index)
             func = decode_function(data)
             self.misses += 1
@@ -278,6 +281,19 @@ class _Wave:
             self.hits += 1
         self._inputs[index] = func
         return func
+
+    def pin(self, indices: Sequence[int]) -> list[int]:
+        """Hold for this wave the functions ``indices``, whose bytes it left out because the parent knows
+        this worker holds them resident; returns those it no longer holds (evicted since), which it needs
+        the bytes of."""
+        lacking = []
+        for index in indices:
+            func = self.cache.get(self.digest(index))
+            if func is None:
+                lacking.append(index)
+            else:
+                self._pinned[index] = func
+        return lacking
 
     def chunk_input(self, index: int) -> BaseFunc:
         """What the chain starts from for function ``index``: its input, or what the first pass made of it."""
@@ -337,6 +353,7 @@ class _Wave:
     def close(self) -> None:
         self.views.clear()
         self._inputs.clear()
+        self._pinned.clear()
         self.file.close()
 
 
@@ -370,10 +387,14 @@ class Seat:
             wave = self.wave = _Wave(self.open_wave(path), self.cache)
         return wave
 
-    def close(self) -> None:
+    def close_wave(self) -> None:
+        """Close the wave served now, if any (the resident functions stay)."""
         if self.wave is not None:
             self.wave.close()
             self.wave = None
+
+    def close(self) -> None:
+        self.close_wave()
         self.cache.clear()
 
 

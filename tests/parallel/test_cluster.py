@@ -201,6 +201,56 @@ def test_num_workers_caps_the_workers_used(dask_cluster: tuple[str, Path], small
     assert module_bytes(out) == module_bytes(_serial(count_bindings, small_module))  # on one worker
 
 
+@pytest.fixture
+def payloads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """Each wave payload the parent packs for a cluster worker: (functions left out, functions in all)."""
+    packed: list[tuple[int, int]] = []
+    pack = cluster.pack_wave
+
+    def counting(header, stores, held=()):  # type: ignore[no-untyped-def]
+        packed.append((len(held), len(header.names)))
+        return pack(header, stores, held)
+
+    monkeypatch.setattr(cluster, "pack_wave", counting)
+    return packed
+
+
+@pytest.mark.parametrize("lookups", [False, True], ids=["own functions", "looking up callees"])
+def test_a_worker_is_sent_only_the_functions_it_does_not_hold(
+    dask_cluster: tuple[str, Path], payloads: list[tuple[int, int]], lookups: bool
+) -> None:
+    """A pipeline's next wave leaves out of each worker's payload what the executor saw it hold; the
+    worker holds those for the wave (lookups of them included), and the result is the serial one."""
+    address, _ = dask_cluster
+    mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=12)
+    second = look_up_callees if lookups else count_bindings
+    expected = module_bytes(_serial(second, _serial(keep_even, mod)))
+    executor.forget()
+    with _on(address):
+        out = second(keep_even(mod))
+    assert module_bytes(out) == expected
+    first, later = payloads[0], payloads[1:]
+    assert first[0] == 0 and len(later) == 2  # the first wave whole, once; the next one per worker
+    assert all(0 < left_out < total for left_out, total in later)
+    assert sum(left_out for left_out, _ in later) >= 50  # about all 60, each left out where it is held
+
+
+def test_a_worker_that_no_longer_holds_what_was_left_out_gets_the_wave_whole(
+    dask_cluster: tuple[str, Path], payloads: list[tuple[int, int]]
+) -> None:
+    """With no resident cache, the functions the executor thinks a worker holds are gone: the worker says
+    so before running anything, gets the whole wave, and the result is still the serial one."""
+    address, _ = dask_cluster
+    mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=13)
+    expected = module_bytes(_serial(count_bindings, _serial(keep_even, mod)))
+    executor.forget()
+    with _on(address, **{"parpass.worker_cache_mb": 0}):
+        out = count_bindings(keep_even(mod))
+    assert module_bytes(out) == expected
+    assert any(left_out for left_out, _ in payloads)  # the second wave left functions out
+    assert sum(1 for left_out, _ in payloads if left_out == 0) >= 2  # and then went whole
+
+
 def test_what_auto_learns_on_a_cluster_is_the_cluster_s_own(dask_cluster: tuple[str, Path]) -> None:
     """Each backend has its own cost model: a cluster's round trip (milliseconds) does not make local
     workers look slow, nor theirs a cluster fast."""
