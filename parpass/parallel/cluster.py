@@ -382,11 +382,10 @@ class ClusterCrew(StoreKeeper):
         self._wave = wave = f"parpass-wave-{os.urandom(8).hex()}"
         self._waves[wave] = {}
         self._whole.clear()
-        # a worker serving two seats (since one was lost) gets the whole wave
-        held = [
-            self._held(seat, header) if self._route.count(address) == 1 else set()
-            for seat, address in enumerate(self._route)
-        ]
+        held = self._held(header)
+        for seat, address in enumerate(self._route):
+            if self._route.count(address) > 1:  # a worker serving two seats (one was lost): the whole wave
+                held[seat] = set()
         if not any(held):  # nobody holds anything yet: the same bytes for all, sent once
             self._send_whole(sorted(set(self._route)), again=True)
             return wave
@@ -396,10 +395,15 @@ class ClusterCrew(StoreKeeper):
                 self._whole.add(address)
         return wave
 
-    def _held(self, seat: int, header: WaveHeader) -> set[int]:
-        """The functions of the wave whose digest the executor last saw ``seat`` hold."""
+    def _held(self, header: WaveHeader) -> list[set[int]]:
+        """Per seat, the functions of the wave whose digest the executor last saw it hold."""
+        held: list[set[int]] = [set() for _ in self._route]
         holder = self.owners.get
-        return {index for index, digest in enumerate(header.digests) if digest and holder(digest) == seat}
+        for index, digest in enumerate(header.digests):
+            seat = holder(digest) if digest else None
+            if seat is not None and seat < len(held):
+                held[seat].add(index)
+        return held
 
     def _send(self, payload: bytes, addresses: list[str]) -> Future:
         """``payload`` put in the memory of the workers ``addresses`` (one Dask data item)."""
