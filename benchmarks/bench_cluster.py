@@ -14,7 +14,12 @@ It prints each backend's speedup over in-process (median of ``--repeat``
 ratios), the cluster's as a share of the local one (target: the heavy pass
 >= 90%), the machine headroom measured in the same run, and each backend's
 latency per chunk (a wave of one tiny function per chunk: the wall time of the
-wave over its chunks). Exit status 1 if any output differs from in-process.
+wave over its chunks). Then the cluster in the default ``auto`` mode against
+in-process, after one run of each (``auto`` has learned the cluster's costs):
+the heavy pass, the pipeline fused, and the pipeline pass by pass (an
+instrument that reads the module between passes), each >= 0.95x (``auto``
+must never make a run slower). Exit status 1 if any output differs from
+in-process.
 
     python benchmarks/bench_cluster.py [--functions 2000] [--workers 2] [--repeat 5]
 """
@@ -22,6 +27,7 @@ wave over its chunks). Exit status 1 if any output differs from in-process.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -31,15 +37,25 @@ from typing import Any
 from bench_parallel import schedule_search
 from benchutil import machine_headroom, median_ratio, module_digest, sigterm_as_exit
 
+from parpass.instrument import PassInstrument
 from parpass.ir import IRModule, relax
 from parpass.parallel import cluster, shutdown
 from parpass.parallel import default_executor as executor
 from parpass.passes import default_pipeline
 from parpass.testing import random_module
-from parpass.transform import Pass, PassContext, function_pass
+from parpass.transform import Pass, PassContext, PassInfo, function_pass
 
 #: The heavy pass on the cluster must reach this share of the local backend's speedup.
 CLUSTER_SHARE = 0.90
+#: ``auto`` on the cluster must be at least this fast against in-process.
+AUTO_FLOOR = 0.95
+
+
+class ReadsTheModule(PassInstrument):
+    """An instrument that reads the module after each pass: the pipeline then runs pass by pass."""
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        len(mod)
 
 
 @function_pass(opt_level=0, name="Touch")
@@ -136,10 +152,40 @@ def run(args: argparse.Namespace, address: str) -> int:
             f"{local:6.2f}x {statistics.median(s['local']) * 1e3:6.0f}ms "
             f"{remote:6.2f}x {statistics.median(s['cluster']) * 1e3:6.0f}ms {share:13.0%}{target}"
         )
+    identical &= auto_cases(cases, address, args.repeat)
     print(f"machine headroom after: {machine_headroom(args.workers):.2f}x")
     if not identical:
         print("OUTPUT DIFFERS from the in-process run", file=sys.stderr)
     return 0 if identical else 1
+
+
+def auto_cases(cases: dict[str, tuple[Pass, IRModule]], address: str, repeat: int) -> bool:
+    """The cluster in ``auto`` mode against in-process, per case (and the pipeline pass by pass); whether
+    every output is the in-process one."""
+    print(f"auto on the cluster against in-process (target >= {AUTO_FLOOR:.2f}x):")
+    identical = True
+    runs = [(name, pass_, mod, False) for name, (pass_, mod) in cases.items()]
+    runs.append(("pipeline, pass by pass", *cases["default pipeline"], True))
+    for name, pass_, mod, by_pass in runs:
+        instruments: list[PassInstrument] = [ReadsTheModule()] if by_pass else []
+        ways: dict[str, Callable[[], PassContext]] = {
+            "in-process": functools.partial(
+                PassContext, opt_level=3, config={"parpass.num_workers": 1}, instruments=instruments
+            ),
+            "auto": functools.partial(
+                PassContext, opt_level=3, config={"parpass.scheduler": address}, instruments=instruments
+            ),
+        }
+        found = time_case(pass_, mod, ways, repeat)
+        identical &= found["identical"]
+        s = found["samples"]
+        ratio = median_ratio(s["in-process"], s["auto"])
+        mark = "ok" if ratio >= AUTO_FLOOR else "MISS"
+        print(
+            f"  {name:24} in-process {statistics.median(s['in-process']) * 1e3:6.0f}ms, "
+            f"auto {statistics.median(s['auto']) * 1e3:6.0f}ms: {ratio:.2f}x {mark}"
+        )
+    return identical
 
 
 if __name__ == "__main__":

@@ -74,6 +74,9 @@ def test_bench_cluster_compares_the_backends_on_a_local_cluster() -> None:
     assert out.count("x ") >= 4  # both cases, both backends
     assert "heavy " in out and "default pipeline " in out
     assert "MISS" in out.splitlines()[3] or " ok" in out.splitlines()[3]
+    auto = out[out.index("auto on the cluster against in-process") :].splitlines()[1:4]
+    assert [line.split()[0] for line in auto] == ["heavy", "default", "pipeline,"]
+    assert all(line.endswith((" ok", " MISS")) for line in auto)
 
 
 def test_bench_cluster_refuses_one_worker() -> None:
