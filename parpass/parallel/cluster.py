@@ -192,7 +192,7 @@ class _ClusterSeat:
         self.payload = payload
         try:
             opened = self.seat.wave_of(name)
-        except BaseException:  # serve_chunk opens it once more, and reports what is wrong
+        except BaseException:  # serve_chunk opens it once more (with the payload _open took), and reports
             self.payload = payload
             return True
         if opened.pin(self.absent):
@@ -338,13 +338,13 @@ class ClusterCrew(StoreKeeper):
     Every answer's new bytes land in the parent's own store. Each chunk is
     pinned to its seat's worker (strictly: Dask must not run a chunk that
     killed one worker on another). When a worker is lost (gone from the
-    scheduler, or its chunk failed with ``KilledWorker``), the crew reads from
-    runs the functions that worker held again, alone, in a subprocess of a
-    live worker (:func:`run_isolated`), and either raises :class:`CrewLost`
-    naming the one the subprocess died on (a function that kills its process:
-    one worker lost to it, whatever the scheduler's ``allowed-failures``), or
-    sends the lost worker's chunks to live workers, which then serve its seat
-    (a worker killed from outside: the wave goes on).
+    scheduler, or its chunk failed with ``KilledWorker``), the crew runs the
+    functions that worker held again, alone, in a subprocess of a live worker
+    (:func:`run_isolated`), and either raises :class:`CrewLost` naming the one
+    the subprocess died on (a function that kills its process: one worker lost
+    to it, whatever the scheduler's ``allowed-failures``), or sends the lost
+    worker's chunks to live workers, which then serve its seat (a worker killed
+    from outside: the wave goes on).
     """
 
     def __init__(self, client: Client, addresses: list[str], generation: int) -> None:

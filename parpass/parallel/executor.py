@@ -165,11 +165,11 @@ class ParallelExecutor:
         """What was learned on the backend of ``scheduler`` (config ``parpass.scheduler``; "" local workers):
         a cluster's round trip costs milliseconds where local workers' costs a tenth of one, and its workers
         need not be as fast as this machine's."""
-        with self._lock:
-            found = self.costs.get(scheduler)
-            if found is None:
-                found = self.costs[scheduler] = CostModel()
-            return found
+        found = self.costs.get(scheduler)  # several times a wave: the lock only to make one
+        if found is None:
+            with self._lock:
+                found = self.costs.setdefault(scheduler, CostModel())
+        return found
 
     def start_workers(self, ctx: PassContext) -> bool:
         """Start ``ctx``'s workers now, without waiting for them, for a caller that knows work for them is
@@ -1176,13 +1176,11 @@ def _map_results(crew: CrewLike, run: _Run) -> None:
 
 
 def _note_owners(crew: CrewLike, run: _Run, digests: list[bytes | None]) -> None:
-    """Remember which seat holds each function of ``run``'s answers, for the next wave's affinity: what it
-    was given (its resident cache keeps a chunk's inputs too) and what it made; past the bound (see
-    :data:`_OWNERS_MIN`), forget the digests of functions neither in the wave (``digests``, None where the
-    parent did not know it) nor in its answers (changed or not)."""
+    """Remember which seat holds each function of ``run``'s answers, for the next wave's affinity; past
+    the bound (see :data:`_OWNERS_MIN`), forget the digests of functions neither in the wave (``digests``,
+    None where the parent did not know it) nor in its answers (changed or not)."""
     owners = crew.owners
     for seat, answer in run.answers:
-        owners.update((digest, seat) for digest in map(digests.__getitem__, answer.indices) if digest)
         owners.update(zip(answer.digests, repeat(seat)))
         owners.update(zip(answer.same_digests, repeat(seat)))
     if len(owners) > max(_OWNERS_MIN, _OWNERS_PER_FUNCTION * len(digests)):
