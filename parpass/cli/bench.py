@@ -20,7 +20,8 @@ decoded from bytes (as if read from a file):
   fused; its per-pass times are the executor's, summed over the workers);
 * fused without instruments, as users run it.
 
-The worker pool is started and warmed up (on a small module) before anything is timed.
+The worker pool is started and warmed up (on a small module) before anything is timed; with several
+worker counts, again before each count's runs (the pool is resized between counts).
 """
 
 from __future__ import annotations
@@ -325,7 +326,8 @@ def _start_ceiling(args: argparse.Namespace, plan: _Plan, machine: _Machine) -> 
 
 def _measure(args: argparse.Namespace, plan: _Plan, bench: Bench, machine: _Machine) -> list[Run]:
     """Every configuration ``args.repeat`` times, interleaved (per repeat: in-process, each worker count, then
-    a round of the ceiling), after an untimed warm-up run of each."""
+    a round of the ceiling), after an untimed warm-up run of each; with several worker counts, each count's
+    runs follow an untimed warm-up too (the pool is resized between counts: a user's is not)."""
     configs = [1, *[c for c in plan.counts if c != 1]]
     leaves = progress_units(plan.pipeline, plan.data)
     total_units = sum(leaves.values()) * args.repeat * len(configs)
@@ -341,6 +343,8 @@ def _measure(args: argparse.Namespace, plan: _Plan, bench: Bench, machine: _Mach
             if args.new_module_each_run:  # one for each way a repeat runs the pipeline
                 bench.renew([_module_bytes(args, args.seed + 1000 + 3 * r + way) for way in range(3)])
             for c in configs:
+                if c != 1 and len(configs) > 2:
+                    bench.warm_up(c, plan.small)  # the pool was resized for the last count: not this count's cost
                 where = "in-process" if c == 1 else f"{c} workers"
                 rep = f" run {r + 1}/{args.repeat}" if args.repeat > 1 else ""
                 progress = ProgressInstrument(bar, leaves, prefix=f"{where}{rep}: ") if bar.enabled else None

@@ -9,7 +9,10 @@ share themselves). The parallel time of a chain that ran in workers before is
 what its last waves took in the caller, from the first byte shipped to the
 last event replayed: it counts what a model of the workers would miss (the
 decoding and encoding there, the end of the wave, and above all a machine
-whose other programs leave the workers less than a core each). A chain not
+whose other programs leave the workers less than a core each). Such a time
+stands only for waves like the ones that took it: on as many workers and on
+about as many bytes (within a factor of :data:`_COMPARABLE`; a small wave is
+mostly its round trip, which a rate per byte would multiply). A chain not
 measured so is estimated as a round trip plus its work divided among the
 workers. Where the data lies counts on both sides: in-process, the functions
 an earlier wave left as bytes are decoded first; in workers, the functions
@@ -29,6 +32,7 @@ from __future__ import annotations
 import statistics
 import threading
 from collections.abc import Sequence
+from typing import NamedTuple
 
 #: Seconds per byte of encoded IR assumed for a pass never measured (a light Python pass runs ~ 10-50 ns/B).
 DEFAULT_RATE = 30e-9
@@ -49,10 +53,22 @@ _ALPHA = 0.5
 _SAMPLES = 5
 #: A chain's parallel waves whose measured time the estimate is the median of (one slow wave does not decide).
 _PARALLEL_SAMPLES = 3
+#: Parallel waves kept per chain (of all sizes and worker counts), to find the comparable ones among.
+_PARALLEL_KEPT = 16
+#: A parallel wave's measured time stands for waves of between 1/_COMPARABLE and _COMPARABLE times its bytes.
+_COMPARABLE = 4.0
 #: In-process decisions in a row, taken on a chain's measured parallel time, after which it is tried in
 #: workers once more (when that time was within _RETRY_MARGIN of in-process).
 _RETRY_AFTER = 8
 _RETRY_MARGIN = 2.0
+
+
+class _ParallelWave(NamedTuple):
+    """A chain's parallel wave as :meth:`CostModel.record_parallel` keeps it."""
+
+    rate: float  #: seconds per byte in the caller, beyond the round trip
+    nbytes: int
+    workers: int
 
 
 class CostModel:
@@ -71,8 +87,8 @@ class CostModel:
     def __init__(self) -> None:
         self._inline: dict[tuple[str, ...], float] = {}
         self._worker: dict[tuple[str, ...], float] = {}
-        #: per chain: the last parallel waves' seconds per byte in the caller, beyond the round trip
-        self._parallel: dict[tuple[str, ...], list[float]] = {}
+        #: per chain: its last parallel waves (seconds per byte in the caller beyond the round trip, size, workers)
+        self._parallel: dict[tuple[str, ...], list[_ParallelWave]] = {}
         #: per chain: in-process decisions in a row taken on its measured parallel time
         self._kept_inline: dict[tuple[str, ...], int] = {}
         self.overhead = DEFAULT_OVERHEAD
@@ -122,18 +138,23 @@ class CostModel:
         wall -= self.decode_rate * missed / max(workers, 1)
         if nbytes > 0:
             with self._lock:
-                samples = self._parallel.setdefault(tuple(chain), [])
-                samples.append(max(wall - self.overhead, 0.0) / nbytes)
-                del samples[:-_PARALLEL_SAMPLES]
+                waves = self._parallel.setdefault(tuple(chain), [])
+                waves.append(_ParallelWave(max(wall - self.overhead, 0.0) / nbytes, nbytes, workers))
+                del waves[:-_PARALLEL_KEPT]
 
-    def measured_parallel(self, chain: Sequence[str], nbytes: float) -> float | None:
-        """The chain's parallel seconds on ``nbytes`` of IR as its last parallel waves took them; None if it
-        has not run in workers (see :meth:`record_parallel`)."""
+    def measured_parallel(self, chain: Sequence[str], nbytes: float, workers: int) -> float | None:
+        """The chain's parallel seconds on ``nbytes`` of IR and ``workers`` workers, as its last parallel waves
+        of about that size on that many workers took them; None if it has run no such wave (see
+        :meth:`record_parallel`)."""
         with self._lock:
-            samples = self._parallel.get(tuple(chain))
-            if not samples:
+            rates = [
+                wave.rate
+                for wave in self._parallel.get(tuple(chain), ())
+                if wave.workers == workers and nbytes / _COMPARABLE <= wave.nbytes <= nbytes * _COMPARABLE
+            ][-_PARALLEL_SAMPLES:]
+            if not rates:
                 return None
-            return self.overhead + statistics.median(samples) * nbytes
+            return self.overhead + statistics.median(rates) * nbytes
 
     def record_wave(self, wall: float, busy: float, workers: int, nbytes: int) -> None:
         """Fold in a parallel wave: ``wall`` seconds in the parent for ``busy`` seconds of worker time.
@@ -186,7 +207,7 @@ class CostModel:
             inline_rate = worker_rate if worker_rate is not None else DEFAULT_RATE * len(key)
         if worker_rate is None:
             worker_rate = inline_rate
-        parallel = self.measured_parallel(key, nbytes)
+        parallel = self.measured_parallel(key, nbytes, workers)
         if parallel is None:
             parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / max(workers, 1)
         parallel += (self.encode_rate + self.decode_rate / max(workers, 1)) * unencoded
@@ -208,12 +229,13 @@ class CostModel:
             with self._lock:
                 self._kept_inline.pop(key, None)
             return True
-        return self._retry(key, inline, parallel)
+        measured = self.measured_parallel(key, nbytes, workers) is not None
+        return measured and self._retry(key, inline, parallel)
 
     def _retry(self, key: tuple[str, ...], inline: float, parallel: float) -> bool:
         """Whether to try in workers once more a chain whose measured parallel time keeps it in-process."""
         with self._lock:
-            if key not in self._parallel or parallel >= _RETRY_MARGIN * inline:
+            if parallel >= _RETRY_MARGIN * inline:
                 return False
             kept = self._kept_inline[key] = self._kept_inline.get(key, 0) + 1
             if kept < _RETRY_AFTER:

@@ -442,7 +442,7 @@ class ParallelExecutor:
         # on those the first pass ran on here (they take up from its results): in bytes of whole-chain work,
         rest = left + done * (len(names) - 1) / len(names)
         inline = chain_rate * rest
-        parallel = cost.measured_parallel(names, rest)
+        parallel = cost.measured_parallel(names, rest, cfg.num_workers)
         if parallel is None:
             shipped = cost.ship_rate * (left + done if len(names) > 1 else left)
             parallel = cost.overhead + shipped + _WORKER_FACTOR * inline / cfg.num_workers

@@ -36,6 +36,7 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
         "bench_serialization.py",
         "bench_statistics.py",
         "bench_cluster.py",
+        "bench_scaling.py",
     ],
 )
 def test_help_describes_the_script(name: str) -> None:
@@ -77,6 +78,22 @@ def test_bench_cluster_compares_the_backends_on_a_local_cluster() -> None:
     auto = out[out.index("auto on the cluster against in-process") :].splitlines()[1:4]
     assert [line.split()[0] for line in auto] == ["heavy", "default", "pipeline,"]
     assert all(line.endswith((" ok", " MISS")) for line in auto)
+
+
+def test_bench_scaling_prints_a_row_per_worker_count_it_can_run() -> None:
+    proc = run_script("bench_scaling.py", "--functions", "12", "--workers", "2,4096", "--repeat", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "skipped (more than the usable cores): [4096]" in out
+    rows = [line for line in out.splitlines() if line.startswith("| 2 |")]
+    assert len(rows) == 1 and rows[0].count("x |") == 5, out  # headroom, (a), its ceiling, (b), (b')
+    assert "outputs byte-identical to the in-process run: yes" in out
+
+
+def test_bench_scaling_refuses_one_worker() -> None:
+    proc = run_script("bench_scaling.py", "--workers", "1,2")
+    assert proc.returncode == 2
+    assert "every count must be at least 2" in proc.stderr
 
 
 def test_bench_cluster_refuses_one_worker() -> None:

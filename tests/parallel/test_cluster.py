@@ -270,7 +270,8 @@ def test_what_auto_learns_on_a_cluster_is_the_cluster_s_own(dask_cluster: tuple[
     assert executor.cost_of(address).overhead > learned  # a Dask round trip is dearer than a local one
     # and so is a chunk's: the cluster's chunks are planned larger (see CostModel.latency)
     assert executor.cost_of(address).latency > executor.cost_of("").latency
-    assert executor.cost_of(address).measured_parallel(["CountBindings"], 1000) is not None
+    cluster_waves = [w for w in executor.history if w.parallel]
+    assert executor.cost_of(address).measured_parallel(["CountBindings"], cluster_waves[-1].nbytes, 2) is not None
 
 
 def test_a_timeout_names_the_late_function_and_restarts_only_its_worker(tmp_path: Path, small_module: IRModule) -> None:

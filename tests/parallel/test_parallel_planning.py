@@ -389,10 +389,27 @@ def test_a_chain_s_measured_parallel_time_overrides_the_model_of_its_workers() -
     assert model.should_parallelize(["P"], 1_000_000, 2, -1.0)
     for _ in range(2):
         model.record_parallel(["P"], 0.160, 1_000_000, 2)  # what the waves took in the caller
-    assert model.measured_parallel(["P"], 1_000_000) == pytest.approx(0.160)
-    assert model.measured_parallel(["P"], 500_000) == pytest.approx(model.overhead + (0.160 - model.overhead) / 2)
+    assert model.measured_parallel(["P"], 1_000_000, 2) == pytest.approx(0.160)
+    assert model.measured_parallel(["P"], 500_000, 2) == pytest.approx(model.overhead + (0.160 - model.overhead) / 2)
     assert not model.should_parallelize(["P"], 1_000_000, 2, -1.0)
-    assert model.measured_parallel(["Q"], 1_000_000) is None  # another chain's waves say nothing of it
+    assert model.measured_parallel(["Q"], 1_000_000, 2) is None  # another chain's waves say nothing of it
+
+
+def test_a_measured_parallel_time_stands_only_for_waves_of_its_size_and_worker_count() -> None:
+    """A small wave is mostly its round trip: its time per byte, multiplied by a big module's bytes, kept a
+    16-worker pipeline in-process (a benchmark's warm-up on a small module did it). Nor does a wave on 4
+    workers say what 16 take."""
+    model = CostModel()
+    model.record_inline(["P"], 0.100, 1_000_000)
+    model.record_workers(["P"], 0.100, 1_000_000)
+    model.record_parallel(["P"], model.overhead + 0.010, 20_000, 16)  # 0.5 us a byte: ten times the work
+    assert model.measured_parallel(["P"], 20_000, 16) == pytest.approx(model.overhead + 0.010)
+    assert model.measured_parallel(["P"], 1_000_000, 16) is None  # 50 times the bytes: the model decides
+    assert model.should_parallelize(["P"], 1_000_000, 16, -1.0)
+    model.record_parallel(["P"], model.overhead + 0.080, 1_000_000, 4)
+    assert model.measured_parallel(["P"], 1_000_000, 16) is None
+    assert model.measured_parallel(["P"], 1_000_000, 4) == pytest.approx(model.overhead + 0.080)
+    assert model.measured_parallel(["P"], 300_000, 4) is not None  # within a factor of 4
 
 
 def test_one_slow_parallel_wave_does_not_keep_a_chain_in_process() -> None:
@@ -421,7 +438,7 @@ def test_a_parallel_wave_is_recorded_without_the_decoding_of_what_the_workers_di
     resident, cold = CostModel(), CostModel()
     resident.record_parallel(["P"], 0.050, 1_000_000, 2)
     cold.record_parallel(["P"], 0.050 + cold.decode_rate * 1_000_000 / 2, 1_000_000, 2, missed=1_000_000)
-    assert cold.measured_parallel(["P"], 1_000_000) == pytest.approx(resident.measured_parallel(["P"], 1_000_000))
+    assert cold.measured_parallel(["P"], 1_000_000, 2) == pytest.approx(resident.measured_parallel(["P"], 1_000_000, 2))
 
 
 def test_a_chain_kept_in_process_by_its_parallel_time_is_tried_in_workers_again() -> None:
@@ -448,7 +465,7 @@ def test_a_whole_wave_in_workers_is_measured_for_the_next_decision(history) -> N
     with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
         count_bindings(mod)
     assert history[-1].parallel
-    measured = default_executor.cost.measured_parallel(["CountBindings"], 1000)
+    measured = default_executor.cost.measured_parallel(["CountBindings"], history[-1].nbytes, 2)
     assert measured is not None and 0 < measured < history[-1].wall + default_executor.cost.overhead
 
 
