@@ -75,18 +75,27 @@ class CostModel:
     """Running estimates of pass cost and pool overhead, shared by all contexts of a process.
 
     A chain's cost is learned twice: in-process (wall seconds per byte of IR in
-    the parent) and in workers (seconds per byte of its pass calls there, less
+    the parent, from whole waves run here) and in workers (seconds per byte of its pass calls there, less
     the workers' waits for a CPU: not their decoding and encoding, nor what
     other programs took of their cores, so that it stands for the in-process
     cost until that is measured; a pass that waits, on a subprocess say, keeps
     its waiting). What a parallel wave costs is measured whole (see
     :meth:`record_parallel`). A chain measured only in workers, whose measured
     advantage is thin, is run in-process once to learn its in-process cost.
+
+    The first functions a probe ran here before it moved the rest of a wave
+    (see :meth:`record_probe`) are a third, weaker measure: a few milliseconds
+    on the first functions, with the lookups a pass makes of other functions
+    decoding them (DeadCodeElimination's probe once measured 25 times its
+    rate). It stands for the chain's cost only until a whole wave, here or in
+    the workers, measured it.
     """
 
     def __init__(self) -> None:
         self._inline: dict[tuple[str, ...], float] = {}
         self._worker: dict[tuple[str, ...], float] = {}
+        #: per chain: seconds per byte of a probe's first functions here (see record_probe)
+        self._probed: dict[tuple[str, ...], float] = {}
         #: per chain: its last parallel waves (seconds per byte in the caller beyond the round trip, size, workers)
         self._parallel: dict[tuple[str, ...], list[_ParallelWave]] = {}
         #: per chain: in-process decisions in a row taken on its measured parallel time
@@ -111,6 +120,13 @@ class CostModel:
         if nbytes > 0:
             with self._lock:
                 self._fold(self._inline, tuple(chain), seconds / nbytes)
+
+    def record_probe(self, chain: Sequence[str], seconds: float, nbytes: int) -> None:
+        """A probe ran the chain's first ``nbytes`` of IR in-process in ``seconds`` before it moved the rest of
+        the wave to the workers: the chain's in-process cost until a whole wave measures it."""
+        if nbytes > 0:
+            with self._lock:
+                self._fold(self._probed, tuple(chain), seconds / nbytes)
 
     def record_decode(self, seconds: float, nbytes: int) -> None:
         """Decoding ``nbytes`` of functions held as bytes took ``seconds`` in this process."""
@@ -182,14 +198,14 @@ class CostModel:
         else the default."""
         key = tuple(chain)
         with self._lock:
-            rate = self._worker.get(key) or self._inline.get(key)
+            rate = self._worker.get(key) or self._inline.get(key) or self._probed.get(key)
         return rate if rate is not None else DEFAULT_RATE * len(key)
 
     def knows(self, chain: Sequence[str]) -> bool:
         """Whether the chain's cost was measured (in-process or in workers) in this process."""
         key = tuple(chain)
         with self._lock:
-            return key in self._inline or key in self._worker
+            return key in self._inline or key in self._worker or key in self._probed
 
     def estimates(
         self, chain: Sequence[str], nbytes: int, workers: int, encoded: int = 0, unencoded: int = 0
@@ -203,8 +219,9 @@ class CostModel:
         with self._lock:
             inline_rate = self._inline.get(key)
             worker_rate = self._worker.get(key)
+            probed = self._probed.get(key)
         if inline_rate is None:
-            inline_rate = worker_rate if worker_rate is not None else DEFAULT_RATE * len(key)
+            inline_rate = worker_rate or probed or DEFAULT_RATE * len(key)
         if worker_rate is None:
             worker_rate = inline_rate
         parallel = self.measured_parallel(key, nbytes, workers)
@@ -222,7 +239,7 @@ class CostModel:
             return inline >= inline_below
         key = tuple(chain)
         with self._lock:
-            explore = key in self._worker and key not in self._inline
+            explore = key in self._worker and key not in self._inline and key not in self._probed
         if explore and inline < 1.5 * parallel:
             return False  # measured only in workers, and not by a wide margin: learn the in-process cost once
         if parallel < inline:

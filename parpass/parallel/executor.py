@@ -364,7 +364,8 @@ class ParallelExecutor:
         # more only to learn that (see CostModel.should_parallelize).
         cost = self.cost_of(cfg.scheduler)
         cost.record_decode(probe.decode_seconds, probe.decoded_bytes)
-        cost.record_inline(names[:1], probe.timing.wall - probe.decode_seconds, int(done))
+        record = cost.record_probe if shipped else cost.record_inline  # its first functions, or all of them
+        record(names[:1], probe.timing.wall - probe.decode_seconds, int(done))
         if shipped:
             return probe
         return self._finish_in_process(passes, names, mod, ctx, observer, probe, asked)

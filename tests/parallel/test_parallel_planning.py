@@ -412,6 +412,25 @@ def test_a_measured_parallel_time_stands_only_for_waves_of_its_size_and_worker_c
     assert model.measured_parallel(["P"], 300_000, 4) is not None  # within a factor of 4
 
 
+def test_a_probe_s_first_functions_stand_for_a_pass_only_until_a_whole_wave_measures_it() -> None:
+    """A probe's few milliseconds (cold caches, a pass's lookups decoding the functions it reads) once put
+    DeadCodeElimination at 25 times its rate here, which kept it shipping on a loaded machine for good."""
+    model = CostModel()
+    model.record_probe(["DCE"], 0.005, 15_000)  # 333 ns a byte
+    assert model.knows(["DCE"])
+    assert model.estimates(["DCE"], 4_000_000, 2)[0] == pytest.approx(4_000_000 * 0.005 / 15_000)
+    model.record_workers(["DCE"], 0.060, 4_000_000)  # a whole wave in the workers: 15 ns a byte
+    assert model.estimates(["DCE"], 4_000_000, 2)[0] == pytest.approx(0.060)
+    model.record_inline(["DCE"], 0.050, 4_000_000)  # and a whole wave here
+    assert model.estimates(["DCE"], 4_000_000, 2)[0] == pytest.approx(0.050)
+    assert model.worker_rate(["DCE"]) == pytest.approx(0.060 / 4_000_000)
+    # measured by its probe and in workers: no in-process run only to learn what the probe showed
+    probed = CostModel()
+    probed.record_probe(["P"], 0.100, 1_000_000)
+    probed.record_workers(["P"], 0.100, 1_000_000)
+    assert probed.should_parallelize(["P"], 1_000_000, 2, -1.0)
+
+
 def test_one_slow_parallel_wave_does_not_keep_a_chain_in_process() -> None:
     model = CostModel()
     model.record_inline(["P"], 0.100, 1_000_000)
