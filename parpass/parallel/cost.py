@@ -83,19 +83,21 @@ class CostModel:
     :meth:`record_parallel`). A chain measured only in workers, whose measured
     advantage is thin, is run in-process once to learn its in-process cost.
 
-    The first functions a probe ran here before it moved the rest of a wave
-    (see :meth:`record_probe`) are a third, weaker measure: a few milliseconds
-    on the first functions, with the lookups a pass makes of other functions
-    decoding them (DeadCodeElimination's probe once measured 25 times its
-    rate). It stands for the chain's cost only until a whole wave, here or in
-    the workers, measured it.
+    A third, weaker measure is the rough one (see :meth:`record_rough`): the
+    first functions a probe ran here before it moved the rest of a wave (a few
+    milliseconds, with the lookups a pass makes of other functions decoding
+    them: DeadCodeElimination's probe once measured 25 times its rate), or a
+    run here on functions never seen encoded, whose bytes are a guess (the
+    average size of another wave's functions: Simplify's PrimFuncs were put at
+    3/4 of their size, its rate at 4/3). It stands for the chain's cost only
+    until a whole wave on known sizes, here or in the workers, measured it.
     """
 
     def __init__(self) -> None:
         self._inline: dict[tuple[str, ...], float] = {}
         self._worker: dict[tuple[str, ...], float] = {}
-        #: per chain: seconds per byte of a probe's first functions here (see record_probe)
-        self._probed: dict[tuple[str, ...], float] = {}
+        #: per chain: seconds per byte here, measured roughly (see record_rough)
+        self._rough: dict[tuple[str, ...], float] = {}
         #: per chain: its last parallel waves (seconds per byte in the caller beyond the round trip, size, workers)
         self._parallel: dict[tuple[str, ...], list[_ParallelWave]] = {}
         #: per chain: in-process decisions in a row taken on its measured parallel time
@@ -121,12 +123,13 @@ class CostModel:
             with self._lock:
                 self._fold(self._inline, tuple(chain), seconds / nbytes)
 
-    def record_probe(self, chain: Sequence[str], seconds: float, nbytes: int) -> None:
-        """A probe ran the chain's first ``nbytes`` of IR in-process in ``seconds`` before it moved the rest of
-        the wave to the workers: the chain's in-process cost until a whole wave measures it."""
+    def record_rough(self, chain: Sequence[str], seconds: float, nbytes: int) -> None:
+        """The chain took ``seconds`` in-process on ``nbytes`` of IR, measured roughly: a probe's first
+        functions, or functions whose sizes were mostly guessed. The chain's in-process cost until a whole
+        wave on known sizes measures it."""
         if nbytes > 0:
             with self._lock:
-                self._fold(self._probed, tuple(chain), seconds / nbytes)
+                self._fold(self._rough, tuple(chain), seconds / nbytes)
 
     def record_decode(self, seconds: float, nbytes: int) -> None:
         """Decoding ``nbytes`` of functions held as bytes took ``seconds`` in this process."""
@@ -198,14 +201,14 @@ class CostModel:
         else the default."""
         key = tuple(chain)
         with self._lock:
-            rate = self._worker.get(key) or self._inline.get(key) or self._probed.get(key)
+            rate = self._worker.get(key) or self._inline.get(key) or self._rough.get(key)
         return rate if rate is not None else DEFAULT_RATE * len(key)
 
     def knows(self, chain: Sequence[str]) -> bool:
         """Whether the chain's cost was measured (in-process or in workers) in this process."""
         key = tuple(chain)
         with self._lock:
-            return key in self._inline or key in self._worker or key in self._probed
+            return key in self._inline or key in self._worker or key in self._rough
 
     def estimates(
         self, chain: Sequence[str], nbytes: int, workers: int, encoded: int = 0, unencoded: int = 0
@@ -219,9 +222,9 @@ class CostModel:
         with self._lock:
             inline_rate = self._inline.get(key)
             worker_rate = self._worker.get(key)
-            probed = self._probed.get(key)
+            rough = self._rough.get(key)
         if inline_rate is None:
-            inline_rate = worker_rate or probed or DEFAULT_RATE * len(key)
+            inline_rate = worker_rate or rough or DEFAULT_RATE * len(key)
         if worker_rate is None:
             worker_rate = inline_rate
         parallel = self.measured_parallel(key, nbytes, workers)
@@ -239,7 +242,7 @@ class CostModel:
             return inline >= inline_below
         key = tuple(chain)
         with self._lock:
-            explore = key in self._worker and key not in self._inline and key not in self._probed
+            explore = key in self._worker and key not in self._inline and key not in self._rough
         if explore and inline < 1.5 * parallel:
             return False  # measured only in workers, and not by a wide margin: learn the in-process cost once
         if parallel < inline:

@@ -78,6 +78,8 @@ _OWNERS_MIN = 1 << 14
 _OWNERS_PER_FUNCTION = 4
 #: Kinds of chains whose last targets the executor remembers at most (see ParallelExecutor._targets).
 _VISITED_KEPT = 16
+#: Function sizes the executor remembers by name (see ParallelExecutor._sizes) before it starts afresh.
+_SIZES_KEPT = 1 << 20
 #: A function's class and attributes (see IRModule.kind_and_attrs).
 _Head = tuple[type[BaseFunc], Mapping[str, AttrValue]]
 #: Smallest size a worker's result store reaches before it starts a new one (see parpass.parallel.store).
@@ -138,6 +140,9 @@ class ParallelExecutor:
         self._warned: set[str] = set()
         self._looks_up: set[str] = set()
         self._bytes_per_function = 2000.0  # encoded size of a function, averaged over the last wave
+        #: the last encoded size seen of each function, by name: what a function held only decoded is estimated
+        #: at, so that a rate learned on it is on the same basis as one learned on its bytes
+        self._sizes: dict[str, int] = {}
         self._lock = threading.Lock()
         self._pool_started = False  # this executor asked for workers once: later waves need not earn it
         self._inline_seconds = 0.0  # in-process work of the chains 'auto' probed and kept here
@@ -151,6 +156,7 @@ class ParallelExecutor:
             self.costs.clear()
             self._looks_up.clear()
             self._bytes_per_function = 2000.0
+            self._sizes.clear()
             self._inline_seconds = 0.0
             self._visited.clear()
             self.history.clear()
@@ -237,14 +243,15 @@ class ParallelExecutor:
         unencoded = 0
         if auto:
             # Decide on the amount of IR without encoding anything just to measure it.
-            estimate, encoded, unencoded = self._estimated_bytes(mod, table.indices)
+            estimate, encoded, unencoded, guessed = self._estimated_bytes(mod, table)
+            rough = 2 * guessed > estimate  # mostly sizes never seen: a rate learned on them is a rough one
             cost = self.cost_of(cfg.scheduler)
             known = cost.knows(names)
             if known and not cost.should_parallelize(
                 names, estimate, cfg.num_workers, cfg.inline_below, encoded, unencoded
             ):
                 reason = "estimated faster in-process"
-                return self._run_inline(passes, mod, ctx, observer, names, reason, estimate, targets)
+                return self._run_inline(passes, mod, ctx, observer, names, reason, estimate, targets, rough)
         probing = auto and (not known or not backend_mod.backend_for(cfg.scheduler).ready(cfg.num_workers))
         if pickled is None and not probing:  # a probe pickles the chain only if it moves it to the workers
             pickled = self._pack(passes, names, cfg)
@@ -254,7 +261,7 @@ class ParallelExecutor:
         if known:
             self._pool_started = True  # what this chain cost says the workers pay: they may start
         if probing:
-            outcome = self._probe(passes, mod, ctx, observer, cfg, names, table, estimate)
+            outcome = self._probe(passes, mod, ctx, observer, cfg, names, table, (estimate, rough))
             if isinstance(outcome, IRModule):
                 return outcome
             probe = outcome
@@ -308,12 +315,13 @@ class ParallelExecutor:
         cfg: ParallelConfig,
         names: tuple[str, ...],
         table: _Table,
-        estimate: int,
+        sized: tuple[int, bool],
     ) -> IRModule | _Probe:
         """Run the chain's first pass in-process, in module order; start the workers when the work it shows
         pays for their start-up, and move the rest of the chain to them once they are ready and that pays.
 
         Returns the result when the whole chain ran in-process, else what ran here (a :class:`_Probe`).
+        ``sized`` is the wave's estimated bytes and whether they are mostly guessed (see _estimated_bytes).
         This is how a chain the cost model does not know yet (or a pool not started yet) costs at most a
         few checks more than in-process: nothing is decided on a guess. The serial order holds: the first
         pass's first functions run here, before anything the workers run.
@@ -323,6 +331,7 @@ class ParallelExecutor:
         # the first pass's targets, from the heads the wave read (p0.targets would read them again)
         heads = table.heads
         first = [table.names[i] for i in table.indices if len(passes) == 1 or p0.visits(*heads[i])]
+        estimate, rough = sized
         per_function = estimate / max(1, len(table.indices))
         probe = _Probe()
         start, cpu = time.perf_counter(), time.process_time()
@@ -341,7 +350,7 @@ class ParallelExecutor:
                     probe.decode_seconds += time.perf_counter() - before
                     probe.decoded_bytes += mod.cached_size(name) or 0
                 probe.results[name] = p0.transform_one(func, name, view, ctx)
-                done += mod.cached_size(name) or per_function
+                done += mod.cached_size(name) or self._sizes.get(name) or per_function
                 now = time.perf_counter()
                 if now >= check and _PROBE_MIN_FUNCTIONS <= count + 1 < len(first):
                     check = now + _PROBE_EVERY
@@ -364,7 +373,7 @@ class ParallelExecutor:
         # more only to learn that (see CostModel.should_parallelize).
         cost = self.cost_of(cfg.scheduler)
         cost.record_decode(probe.decode_seconds, probe.decoded_bytes)
-        record = cost.record_probe if shipped else cost.record_inline  # its first functions, or all of them
+        record = cost.record_rough if shipped or rough else cost.record_inline  # its first functions, or all
         record(names[:1], probe.timing.wall - probe.decode_seconds, int(done))
         if shipped:
             return probe
@@ -449,23 +458,33 @@ class ParallelExecutor:
             parallel = cost.overhead + shipped + _WORKER_FACTOR * inline / cfg.num_workers
         return inline, parallel
 
-    def _estimated_bytes(self, mod: IRModule, indices: list[int]) -> tuple[int, int, int]:
-        """Encoded size of the functions ``indices`` (in module order; the held bytes where there are some,
-        else the average seen so far), the size of those held only as bytes, which an in-process run must
-        decode first, and of those held only decoded, which a parallel run must encode first (and its
-        workers decode)."""
+    def _estimated_bytes(self, mod: IRModule, table: _Table) -> tuple[int, int, int, int]:
+        """Encoded size of the table's targets (the held bytes where there are some, else the size last seen
+        of a function of that name, else the average of the last wave), the size of those held only as bytes,
+        which an in-process run must decode first, of those held only decoded, which a parallel run must
+        encode first (and its workers decode), and of those guessed (the average: never seen encoded)."""
         sizes, decoded = mod.held_columns()
-        total = encoded = unencoded = 0
-        for index in indices:
+        names = table.names
+        seen = self._sizes
+        if len(seen) > _SIZES_KEPT:
+            seen.clear()
+        fallback = int(self._bytes_per_function)
+        total = encoded = unencoded = guessed = 0
+        for index in table.indices:
             size = sizes[index]
             if size is None:
-                total += int(self._bytes_per_function)
-                unencoded += int(self._bytes_per_function)
+                size = seen.get(names[index], 0)
+                if not size:
+                    size = fallback
+                    guessed += size
+                total += size
+                unencoded += size
             else:
+                seen[names[index]] = size
                 total += size
                 if not decoded[index]:
                     encoded += size
-        return total, encoded, unencoded
+        return total, encoded, unencoded, guessed
 
     def _run_inline(
         self,
@@ -477,8 +496,10 @@ class ParallelExecutor:
         reason: str,
         nbytes: int = 0,
         targets: Sequence[str] = (),
+        rough: bool = False,
     ) -> IRModule:
-        """Run the chain in this process; with ``nbytes`` (a decision of 'auto'), learn what it cost.
+        """Run the chain in this process; with ``nbytes`` (a decision of 'auto'), learn what it cost (as a
+        rough measure if ``nbytes`` is mostly guessed: see :meth:`CostModel.record_rough`).
 
         The functions among ``targets`` still held as bytes (results of an earlier
         wave in workers) are decoded first and timed on their own, so that the
@@ -499,7 +520,7 @@ class ParallelExecutor:
             cost = self.cost_of(ParallelConfig.of(ctx).scheduler)
             if pending:
                 cost.record_decode(decoded - start, sum(mod.cached_size(name) or 0 for name in pending))
-            cost.record_inline(names, end - decoded, nbytes)
+            (cost.record_rough if rough else cost.record_inline)(names, end - decoded, nbytes)
         wall = end - start
         self._remember(WaveStats(names, False, reason, nbytes=nbytes, wall=wall, parent_seconds=wall))
         return result
@@ -576,7 +597,7 @@ class ParallelExecutor:
             # the pass calls' time, less the workers' waits for a CPU: what the chain itself costs, neither
             # their decoding and encoding nor what other programs took (that is in record_parallel's wave)
             passes_busy = sum(sum(r.stage_wall) - sum(r.stage_waited) for r in results)
-            cost.record_workers(names, passes_busy, nbytes)
+            cost.record_workers(names, passes_busy, _worker_bytes(nbytes, probe, len(passes)))
             cost.record_wave(end - start - (merge_start - start - setup - waited), busy, cfg.num_workers, nbytes)
             parent = setup + shipped.seconds + (end - merge_start) + run.parent_seconds
             wall = end - start + shipped.seconds
@@ -960,6 +981,14 @@ class _AfterProbe(_Offset):
         if stage == 0:
             timing = StageTiming(timing.wall + self._probe.wall, timing.cpu + self._probe.cpu)
         super().after_stage(stage, timing)
+
+
+def _worker_bytes(nbytes: int, probe: _Probe | None, stages: int) -> int:
+    """The bytes of whole-chain work the workers did in a wave of ``nbytes`` of ``stages`` passes: all of it,
+    less what a probe ran in-process first (its first pass, on its first functions)."""
+    if probe is None:
+        return nbytes
+    return max(int(nbytes - probe.done_bytes / stages), 1)
 
 
 def _probe_inputs(probe: _Probe | None, mod: IRModule, names: list[str]) -> list[tuple[int, bytes | memoryview]]:

@@ -130,6 +130,6 @@ def test_a_pass_the_probe_moved_keeps_what_it_cost_in_process(monkeypatch: pytes
     with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "auto"}):
         count_bindings(mod)
     assert history[-1].parallel  # the probe moved the rest of the wave
-    assert default_executor.cost._probed.get(("CountBindings",), 0.0) > 0.0  # learned from the probe's functions
+    assert default_executor.cost._rough.get(("CountBindings",), 0.0) > 0.0  # learned from the probe's functions
     assert ("CountBindings",) not in default_executor.cost._inline  # a few functions are not a whole wave's rate
     assert default_executor.cost.knows(["CountBindings"])  # the next run decides on it, without a probe
