@@ -150,7 +150,7 @@ def run(args: argparse.Namespace, address: str) -> int:
         print(
             f"{name:18} {statistics.median(s['in-process']) * 1e3:9.0f}ms "
             f"{local:6.2f}x {statistics.median(s['local']) * 1e3:6.0f}ms "
-            f"{remote:6.2f}x {statistics.median(s['cluster']) * 1e3:6.0f}ms {share:13.0%}{target}"
+            f"{remote:6.2f}x {statistics.median(s['cluster']) * 1e3:6.0f}ms {share:13.1%}{target}"
         )
     identical &= auto_cases(cases, address, args.repeat)
     print(f"machine headroom after: {machine_headroom(args.workers):.2f}x")
