@@ -205,7 +205,7 @@ class CostModel:
         return rate if rate is not None else DEFAULT_RATE * len(key)
 
     def knows(self, chain: Sequence[str]) -> bool:
-        """Whether the chain's cost was measured (in-process or in workers) in this process."""
+        """Whether the chain's cost was measured (in-process, roughly too, or in workers) in this process."""
         key = tuple(chain)
         with self._lock:
             return key in self._inline or key in self._worker or key in self._rough
