@@ -877,6 +877,7 @@ class ParallelExecutor:
                 new_heads[start + head.at] = (_KINDS[head.kind], head.attrs)
         out.set_encoded_columns(list(map(all_names.__getitem__, changed)), views, digests, locations, new_heads)
         _record_digests(out, run, all_names, wave.digests, probe is not None)
+        _record_learned(mod, run, all_names)
         return out
 
     def _replay_and_raise(
@@ -1213,10 +1214,16 @@ def _note_owners(crew: CrewLike, run: _Run, digests: list[bytes | None]) -> None
     for seat, answer in run.answers:
         owners.update(zip(answer.digests, repeat(seat)))
         owners.update(zip(answer.same_digests, repeat(seat)))
+        owners.update(zip(answer.learned_digests, repeat(seat)))  # the inputs it digested: resident there too
     if len(owners) > max(_OWNERS_MIN, _OWNERS_PER_FUNCTION * len(digests)):
         holder = cast("dict[bytes | None, int]", owners).get
         answers = [answer for _, answer in run.answers]
-        kept = itertools.chain(digests, *(a.digests for a in answers), *(a.same_digests for a in answers))
+        kept = itertools.chain(
+            digests,
+            *(a.digests for a in answers),
+            *(a.same_digests for a in answers),
+            *(a.learned_digests for a in answers),
+        )
         crew.owners = {digest: held for digest in kept if digest is not None and (held := holder(digest)) is not None}
 
 
@@ -1230,6 +1237,14 @@ def _record_digests(out: IRModule, run: _Run, names: list[str], known: list[byte
                 lacking.append(names[index])
                 digests.append(digest)
     out.record_digests(lacking, digests)
+
+
+def _record_learned(mod: IRModule, run: _Run, names: list[str]) -> None:
+    """Record in the wave's input ``mod`` the digests the workers computed of the bytes it sent them without one
+    (changed functions; see :attr:`ChunkDone.learned`): a module run again is then known by them."""
+    learned = [names[index] for _, answer in run.answers for index in answer.learned]
+    if learned:
+        mod.record_digests(learned, [d for _, answer in run.answers for d in answer.learned_digests])
 
 
 @contextlib.contextmanager

@@ -105,6 +105,10 @@ class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     #: functions found resident (not decoded), and decoded from bytes
     hits: int = 0
     misses: int = 0
+    #: changed functions whose input the parent sent without its digest, and that digest (computed here): the
+    #: parent learns it, so that a module run again is known by it (and a worker holding it is sent less)
+    learned: list[int] = []
+    learned_digests: list[bytes] = []
 
 
 class WorkerFailure(msgspec.Struct, tag="failure", array_like=True):

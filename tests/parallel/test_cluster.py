@@ -235,6 +235,25 @@ def test_a_worker_is_sent_only_the_functions_it_does_not_hold(
     assert sum(left_out for left_out, _ in later) >= 50  # about all 60, each left out where it is held
 
 
+def test_a_module_run_again_is_sent_only_where_it_is_not_held(
+    dask_cluster: tuple[str, Path], payloads: list[tuple[int, int]]
+) -> None:
+    """The parent learns the digests the workers computed of a built module's functions (it sent them without
+    one): the same module run again leaves out of each worker's payload what that worker holds."""
+    address, _ = dask_cluster
+    mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=14)
+    expected = module_bytes(_serial(count_bindings, mod))
+    executor.forget()
+    outputs = []
+    for _ in range(2):
+        with _on(address):
+            outputs.append(module_bytes(count_bindings(mod)))
+    assert outputs == [expected, expected]
+    first, later = payloads[0], payloads[1:]
+    assert first[0] == 0 and len(later) == 2  # the first run's wave whole, once; the second's per worker
+    assert sum(left_out for left_out, _ in later) >= 50  # about all 60, each left out where it is held
+
+
 def test_a_worker_that_no_longer_holds_what_was_left_out_gets_the_wave_whole(
     dask_cluster: tuple[str, Path], payloads: list[tuple[int, int]]
 ) -> None:

@@ -179,6 +179,28 @@ def test_a_worker_finds_a_function_it_holds_even_when_the_parent_does_not_know_i
     assert second.hits > first.hits
 
 
+def test_the_parent_learns_the_digests_the_workers_computed_of_what_it_sent_without(history) -> None:  # type: ignore[no-untyped-def]
+    """A built module's functions go out without digests (the parent never hashed them); the workers hash them
+    to find what they hold, and say what they found for the functions the pass changed, so that the module,
+    run again, is known by them: its wave carries their digests and no worker hashes them again."""
+    from parpass.parallel.resident import digest_of
+
+    mod = _module(seed=13, functions=40)
+    assert all(digest is None for _, _, digest, _ in mod.encoded_entries())
+    with parallel_ctx(1):
+        expected = module_bytes(count_bindings(mod))
+    with parallel_ctx(2):
+        first = module_bytes(count_bindings(mod))
+    targets = [name for name in mod.names() if count_bindings.visits(*mod.kind_and_attrs(name))]
+    entries = {name: (data, digest) for name, data, digest, _ in mod.encoded_entries()}
+    assert targets and all(entries[name][1] == digest_of(bytes(entries[name][0])) for name in targets)
+    with parallel_ctx(2):
+        second = module_bytes(count_bindings(mod))
+    assert first == second == expected
+    assert history[-1].hits + history[-1].misses == history[-1].functions
+    assert history[-1].misses <= history[-1].stolen  # held where it was: found by the digest sent
+
+
 @module_pass(opt_level=0, name="DropEveryOther")
 def _drop_every_other(mod: IRModule, ctx: PassContext) -> IRModule:
     """Removes every other Function (in the parent): the next wave's targets are a subset, shuffled in size order."""
