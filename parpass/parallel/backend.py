@@ -125,6 +125,11 @@ class Task(Future[Any]):
 class Backend(Protocol):
     """A pool of worker processes."""
 
+    #: Seconds a wave's round trip (beyond its work) and a chunk's are assumed to cost on this backend before
+    #: the executor has measured any: what its first decisions go by (see parpass.parallel.cost.CostModel).
+    assumed_overhead: float
+    assumed_latency: float
+
     def submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Task:
         """Run ``fn(*args)`` on a pool of ``num_workers`` workers (replacing the pool if its size differs).
 
@@ -262,6 +267,10 @@ def _wait_all(sentinels: list[Any], seconds: float) -> None:
 
 class LokyBackend:
     """Workers from loky process pools, one pool at a time (a retired pool finishes its tasks, then ends)."""
+
+    #: a wave here: writing its file, a message to each seat, the answers, the merge (~4 ms); a chunk ~0.5 ms
+    assumed_overhead = 4e-3
+    assumed_latency = 0.5e-3
 
     def __init__(self, idle_timeout: float = 300.0, crew_idle: float = 120.0) -> None:
         self._idle_timeout = idle_timeout

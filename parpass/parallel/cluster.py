@@ -624,11 +624,18 @@ class ClusterCrew(StoreKeeper):
 class DaskBackend:
     """Function-level passes on the workers of a Dask cluster (see the module docstring).
 
+    Before it has measured a wave here, the executor assumes one costs what a 2-worker LocalCluster's took
+    beyond its work (40-60 ms: the wave's scatter, task round trips through the scheduler, the merge) and a
+    chunk ~5 ms (``bench_cluster``): with a local crew's 4 ms, a first run shipped light passes and lost.
+
     ``client`` is a ``distributed.Client``, or a scheduler address to connect
     to (the backend then closes its client in :meth:`close`). A pass uses
     at most ``parpass.num_workers`` of the cluster's workers, the first ones
     by address: the cluster's size is the cluster's to set.
     """
+
+    assumed_overhead = 40e-3
+    assumed_latency = 5e-3
 
     def __init__(self, client: Client | str) -> None:
         import distributed

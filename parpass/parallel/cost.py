@@ -93,7 +93,9 @@ class CostModel:
     until a whole wave on known sizes, here or in the workers, measured it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, overhead: float = DEFAULT_OVERHEAD, latency: float = DEFAULT_LATENCY) -> None:
+        """``overhead`` and ``latency``: what a wave's and a chunk's round trips are assumed to cost before any
+        is measured (a backend's own: see :attr:`~parpass.parallel.backend.Backend.assumed_overhead`)."""
         self._inline: dict[tuple[str, ...], float] = {}
         self._worker: dict[tuple[str, ...], float] = {}
         #: per chain: seconds per byte here, measured roughly (see record_rough)
@@ -102,13 +104,13 @@ class CostModel:
         self._parallel: dict[tuple[str, ...], list[_ParallelWave]] = {}
         #: per chain: in-process decisions in a row taken on its measured parallel time
         self._kept_inline: dict[tuple[str, ...], int] = {}
-        self.overhead = DEFAULT_OVERHEAD
+        self.overhead = overhead
         self._overheads: list[float] = []
         self.ship_rate = DEFAULT_SHIP_RATE
         self.decode_rate = DEFAULT_DECODE_RATE
         self.encode_rate = DEFAULT_ENCODE_RATE
         #: a chunk's round trip beyond its work (see record_latency): the median of the last waves' samples
-        self.latency = DEFAULT_LATENCY
+        self.latency = latency
         self._latencies: list[float] = []
         self._lock = threading.Lock()
 

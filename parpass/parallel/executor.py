@@ -48,7 +48,7 @@ from parpass.ir.tir import PrimFunc
 from parpass.parallel import backend as backend_mod
 from parpass.parallel.capture import Emission, replay
 from parpass.parallel.config import ParallelConfig
-from parpass.parallel.cost import CostModel
+from parpass.parallel.cost import DEFAULT_LATENCY, DEFAULT_OVERHEAD, CostModel
 from parpass.parallel.crew import CrewLike, CrewLost
 from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import ChunkDone, TaskError, WorkerFailure
@@ -173,8 +173,13 @@ class ParallelExecutor:
         need not be as fast as this machine's."""
         found = self.costs.get(scheduler)  # several times a wave: the lock only to make one
         if found is None:
+            backend = backend_mod.backend_for(scheduler)
+            # what the backend's round trips are assumed to cost until measured (a backend of one's own may
+            # not say: then a local crew's)
+            overhead = getattr(backend, "assumed_overhead", DEFAULT_OVERHEAD)
+            latency = getattr(backend, "assumed_latency", DEFAULT_LATENCY)
             with self._lock:
-                found = self.costs.setdefault(scheduler, CostModel())
+                found = self.costs.setdefault(scheduler, CostModel(overhead, latency))
         return found
 
     def start_workers(self, ctx: PassContext) -> bool:

@@ -270,6 +270,25 @@ def test_a_worker_that_no_longer_holds_what_was_left_out_gets_the_wave_whole(
     assert sum(1 for left_out, _ in payloads if left_out == 0) >= 2  # and then went whole
 
 
+def test_a_first_run_on_a_cluster_goes_by_a_cluster_s_round_trip(dask_cluster: tuple[str, Path]) -> None:
+    """Before it has measured a wave on a backend, the executor assumes what that backend's round trips cost:
+    with a local crew's 4 ms, a first run moved light passes to the cluster, whose waves cost ~40-60 ms more."""
+    from parpass.parallel.backend import LokyBackend
+    from parpass.parallel.config import ParallelConfig
+    from parpass.parallel.executor import ParallelExecutor
+
+    address, _ = dask_cluster
+    fresh = ParallelExecutor()
+    fresh._pool_started = True  # the workers are there: only what moving saves decides
+    assert fresh.cost_of(address).overhead == cluster.DaskBackend.assumed_overhead > LokyBackend.assumed_overhead
+    assert fresh.cost_of(address).latency == cluster.DaskBackend.assumed_latency
+    # a probe 0.2 s into a light pass with 60 ms of in-process work left: worth moving to local workers only
+    local = ParallelConfig.of(PassContext(config={"parpass.num_workers": 2}))
+    remote = ParallelConfig.of(PassContext(config={"parpass.num_workers": 2, "parpass.scheduler": address}))
+    assert fresh._worth_moving(("Light",), 0.2, 1_000_000.0, 1_300_000, local)
+    assert not fresh._worth_moving(("Light",), 0.2, 1_000_000.0, 1_300_000, remote)
+
+
 def test_what_auto_learns_on_a_cluster_is_the_cluster_s_own(dask_cluster: tuple[str, Path]) -> None:
     """Each backend has its own cost model: a cluster's round trip (milliseconds) does not make local
     workers look slow, nor theirs a cluster fast."""
