@@ -192,12 +192,14 @@ CASES = [
 ]
 
 
+def small_module() -> IRModule:
+    """Case (c)'s module, 20 small Functions (also what a ceiling's processes warm up on)."""
+    return random_module(num_functions=20, num_prim_funcs=0, size=10, seed=0)
+
+
 def make_modules(functions: int) -> dict[str, IRModule]:
-    """The cases' modules: ``big`` (``random_module(functions)``) and ``small`` (20 small Functions)."""
-    return {
-        "big": random_module(num_functions=functions, seed=0),
-        "small": random_module(num_functions=20, num_prim_funcs=0, size=10, seed=0),
-    }
+    """The cases' modules: ``big`` (``random_module(functions)``) and ``small`` (see :func:`small_module`)."""
+    return {"big": random_module(num_functions=functions, seed=0), "small": small_module()}
 
 
 # ---------------------------------------------------------------- warm: in this process
@@ -242,20 +244,20 @@ MIN_SAMPLE = 0.2
 CEILING_ROUNDS = 3
 
 
-def case_ceiling(case: Case, path: Path, workers: int, rounds: int) -> list[float]:
-    """The ceiling of ``case`` on ``workers`` processes, per round: its pass itself run in-process on ``workers``
-    processes at once, each on the whole module (decoded, as the warm runs have it), against one alone, nothing
-    shipped (see :class:`~parpass.cli.bench_ceiling.Ceiling`)."""
+def case_ceilings(case: Case, data: bytes, counts: list[int], rounds: int) -> dict[int, list[float]]:
+    """The ceiling of ``case`` (its module's bytes ``data``) on each of ``counts`` processes, per round: its pass
+    itself run in-process on that many processes at once, each on the whole module (decoded, as the warm runs
+    have it), against one alone, nothing shipped (see :class:`~parpass.cli.bench_ceiling.Ceiling`)."""
     from parpass.parallel.pickling import dumps_for_workers
 
-    small = to_bytes(make_modules(workers)["small"])
-    ceiling = Ceiling(dumps_for_workers(case.make()), path.read_bytes(), small, 3, {}, [workers], MIN_SAMPLE)
+    small = to_bytes(small_module())
+    ceiling = Ceiling(dumps_for_workers(case.make()), data, small, 3, {}, counts, MIN_SAMPLE)
     try:
         for _ in range(rounds):
             ceiling.measure_round()
     finally:
         ceiling.close()
-    return ceiling.rounds[workers]
+    return ceiling.rounds
 
 
 # ---------------------------------------------------------------- cold: a fresh process per run
@@ -430,7 +432,7 @@ def run_all(args: argparse.Namespace, tmp: Path) -> bool:
     ceilings: dict[str, float] = {}
     rounds = min(args.repeat, CEILING_ROUNDS)
     for case in CASES:
-        values = case_ceiling(case, paths[case.module], args.workers, rounds)
+        values = case_ceilings(case, paths[case.module].read_bytes(), [args.workers], rounds)[args.workers]
         ceilings[case.key] = statistics.median(values)
         print(
             f"ceiling of {case.key_label} now (it runs in-process on {args.workers} processes at once vs 1, "

@@ -26,15 +26,13 @@ import argparse
 import statistics
 import sys
 
-from bench_parallel import CASES, CEILING_ROUNDS, MIN_SAMPLE, timed
+from bench_parallel import CASES, CEILING_ROUNDS, case_ceilings, timed
 from benchutil import machine_headroom, median_ratio, module_digest
 
 import parpass
-from parpass.cli.bench_ceiling import Ceiling
 from parpass.ir import to_bytes
 from parpass.parallel import default_executor as executor
 from parpass.parallel import get_backend, usable_cores
-from parpass.parallel.pickling import dumps_for_workers
 from parpass.testing import random_module
 
 #: The cases timed at each worker count (keys of ``bench_parallel.CASES``): the heavy pass and the big pipelines.
@@ -44,14 +42,7 @@ SCALED = ("a", "b", "b'")
 def ceilings(counts: list[int], data: bytes, rounds: int) -> dict[int, float]:
     """Case (a)'s ceiling on each of ``counts`` processes: median over ``rounds`` rounds."""
     heavy = next(c for c in CASES if c.key == "a")
-    small = to_bytes(random_module(num_functions=20, num_prim_funcs=0, size=10, seed=0))
-    ceiling = Ceiling(dumps_for_workers(heavy.make()), data, small, 3, {}, counts, MIN_SAMPLE)
-    try:
-        for _ in range(rounds):
-            ceiling.measure_round()
-    finally:
-        ceiling.close()
-    return {count: statistics.median(values) for count, values in ceiling.rounds.items()}
+    return {count: statistics.median(values) for count, values in case_ceilings(heavy, data, counts, rounds).items()}
 
 
 def run(args: argparse.Namespace) -> bool:

@@ -31,6 +31,8 @@ from concurrent.futures import Future
 from multiprocessing.connection import wait as wait_ready
 from typing import TYPE_CHECKING, Any, Protocol
 
+from parpass.parallel.cost import DEFAULT_LATENCY, DEFAULT_OVERHEAD
+
 if TYPE_CHECKING:
     from parpass.parallel.crew import Crew, CrewLike
 
@@ -268,9 +270,9 @@ def _wait_all(sentinels: list[Any], seconds: float) -> None:
 class LokyBackend:
     """Workers from loky process pools, one pool at a time (a retired pool finishes its tasks, then ends)."""
 
-    #: a wave here: writing its file, a message to each seat, the answers, the merge (~4 ms); a chunk ~0.5 ms
-    assumed_overhead = 4e-3
-    assumed_latency = 0.5e-3
+    #: a wave here: writing its file, a message to each seat, the answers, the merge; a chunk's socket
+    assumed_overhead = DEFAULT_OVERHEAD
+    assumed_latency = DEFAULT_LATENCY
 
     def __init__(self, idle_timeout: float = 300.0, crew_idle: float = 120.0) -> None:
         self._idle_timeout = idle_timeout

@@ -593,7 +593,7 @@ def _results(
         cache.put(digest, func, len(data))
         if not header.digests[index] and index not in wave.probes:  # the parent's bytes, digested here
             out.learned.append(index)
-            out.learned_digests.append(wave.chunk_digest(index))
+            out.learned_digests.append(wave.digest(index))
         if type(func) is not type(original) or (func.attrs is not original.attrs and func.attrs != original.attrs):
             kind = "PrimFunc" if isinstance(func, PrimFunc) else "Function"  # what decoding the bytes gives
             out.heads.append(NewHead(len(out.indices), kind, dict(func.attrs)))

@@ -306,8 +306,10 @@ def test_what_auto_learns_on_a_cluster_is_the_cluster_s_own(dask_cluster: tuple[
     assert executor.cost_of("").overhead == learned  # untouched by the cluster's waves
     assert executor.cost is executor.cost_of("")
     assert executor.cost_of(address).overhead > learned  # a Dask round trip is dearer than a local one
+    assert executor.cost_of(address).overhead != cluster.DaskBackend.assumed_overhead  # measured, not assumed
     # and so is a chunk's: the cluster's chunks are planned larger (see CostModel.latency)
     assert executor.cost_of(address).latency > executor.cost_of("").latency
+    assert executor.cost_of(address).latency != cluster.DaskBackend.assumed_latency
     cluster_waves = [w for w in executor.history if w.parallel]
     assert executor.cost_of(address).measured_parallel(["CountBindings"], cluster_waves[-1].nbytes, 2) is not None
 

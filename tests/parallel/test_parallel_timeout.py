@@ -8,11 +8,10 @@ timeout cannot be enforced and a warning says so, once.
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import pytest
-from parallel_support import alive, leftovers, parallel_ctx, worker_pids
+from parallel_support import leftovers, parallel_ctx, survivors, wait_gone, worker_pids
 from ptest_passes import count_bindings, sleeps
 
 from parpass.errors import PassTimeoutError
@@ -46,15 +45,12 @@ def test_auto_enforces_the_timeout(small_module: IRModule, history, scratch, bac
     assert info.value.functions == ("main",)
     assert "parpass.timeout" in str(info.value)
     # the worker past its time was killed: with its pool (loky), alone (a cluster, whose nanny starts another)
-    survivors = 0 if backend == "loky" else len(pids) - 1
-    deadline = time.monotonic() + 10
-    while sum(map(alive, pids)) > survivors and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sum(map(alive, pids)) == survivors
+    left = survivors(backend, pids)
+    assert len(wait_gone(pids, leaving=left)) == left
     assert leftovers(scratch) == []
     with parallel_ctx(2):
         count_bindings(small_module)  # fresh workers
-    assert len(set(worker_pids()) & set(pids)) == survivors
+    assert len(set(worker_pids()) & set(pids)) == left
 
 
 @pytest.mark.parametrize(("workers", "mode"), [(1, "auto"), (2, "never")])
