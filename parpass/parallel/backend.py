@@ -131,6 +131,9 @@ class Backend(Protocol):
     #: the executor has measured any: what its first decisions go by (see parpass.parallel.cost.CostModel).
     assumed_overhead: float
     assumed_latency: float
+    #: Whether the workers run on this machine, so that what a pass costs there stands for what it costs
+    #: here until measured here (a cluster's workers may be other machines, faster or slower).
+    workers_on_this_machine: bool
 
     def submit(self, num_workers: int, fn: Callable[..., Any], /, *args: Any) -> Task:
         """Run ``fn(*args)`` on a pool of ``num_workers`` workers (replacing the pool if its size differs).
@@ -273,6 +276,7 @@ class LokyBackend:
     #: a wave here: writing its file, a message to each seat, the answers, the merge; a chunk's socket
     assumed_overhead = DEFAULT_OVERHEAD
     assumed_latency = DEFAULT_LATENCY
+    workers_on_this_machine = True
 
     def __init__(self, idle_timeout: float = 300.0, crew_idle: float = 120.0) -> None:
         self._idle_timeout = idle_timeout

@@ -25,6 +25,22 @@ never measured is estimated at a deliberately high default rate, so big
 modules start parallel and small ones in-process. A chain kept in-process on
 its measured parallel time is tried in workers again now and then, so that a
 load that went away does not keep it in-process for good.
+
+Shipping a chain that loses in workers on its own work, only because running
+it here would first decode what an earlier wave left as bytes, does not save
+that decoding: its results come back as bytes too, so the next pass faces the
+same choice. Such shipping is rent paid to postpone a purchase, and the model
+decides as in the ski-rental problem: it ships while what the postponing has
+lost so far, this wave's loss included, stays below the decoding it avoids,
+and decodes (runs in-process) once it would not. That costs at most twice
+what the better of the two choices would have in hindsight, whether the
+pipeline's next passes win in workers (the bytes never need decoding here) or
+lose there too (decoding at once was best): a light pipeline on a cluster,
+whose round trip costs more than the passes, once shipped every pass after the
+first one that won there, each ~30 ms slower than in-process. The wave that
+starts such a run of bytes is charged for it too: the decoding of the
+functions it changes, weighted by how often, lately, bytes a wave left here
+ended up decoded here (rather than taken up by workers that win).
 """
 
 from __future__ import annotations
@@ -61,12 +77,14 @@ _COMPARABLE = 4.0
 #: workers once more (when that time was within _RETRY_MARGIN of in-process).
 _RETRY_AFTER = 8
 _RETRY_MARGIN = 2.0
+#: Share of a wave's functions a chain is assumed to change, before a parallel wave of it has shown it.
+_CHANGED_DEFAULT = 1.0
 
 
 class _ParallelWave(NamedTuple):
     """A chain's parallel wave as :meth:`CostModel.record_parallel` keeps it."""
 
-    rate: float  #: seconds per byte in the caller, beyond the round trip
+    seconds: float  #: in the caller, all of it (the round trip included)
     nbytes: int
     workers: int
 
@@ -81,7 +99,9 @@ class CostModel:
     cost until that is measured; a pass that waits, on a subprocess say, keeps
     its waiting). What a parallel wave costs is measured whole (see
     :meth:`record_parallel`). A chain measured only in workers, whose measured
-    advantage is thin, is run in-process once to learn its in-process cost.
+    advantage is thin, is run in-process once to learn its in-process cost; on
+    workers that are not this machine's (a cluster's), one measured here only
+    roughly too.
 
     A third, weaker measure is the rough one (see :meth:`record_rough`): the
     first functions a probe ran here before it moved the rest of a wave (a few
@@ -93,9 +113,18 @@ class CostModel:
     until a whole wave on known sizes, here or in the workers, measured it.
     """
 
-    def __init__(self, overhead: float = DEFAULT_OVERHEAD, latency: float = DEFAULT_LATENCY) -> None:
+    def __init__(
+        self,
+        overhead: float = DEFAULT_OVERHEAD,
+        latency: float = DEFAULT_LATENCY,
+        *,
+        workers_on_this_machine: bool = True,
+    ) -> None:
         """``overhead`` and ``latency``: what a wave's and a chunk's round trips are assumed to cost before any
-        is measured (a backend's own: see :attr:`~parpass.parallel.backend.Backend.assumed_overhead`)."""
+        is measured (a backend's own: see :attr:`~parpass.parallel.backend.Backend.assumed_overhead`);
+        ``workers_on_this_machine``: whether what a pass costs in the workers stands for what it costs here
+        (else a chain measured in workers and only roughly here is run here once to learn that)."""
+        self.workers_on_this_machine = workers_on_this_machine
         self._inline: dict[tuple[str, ...], float] = {}
         self._worker: dict[tuple[str, ...], float] = {}
         #: per chain: seconds per byte here, measured roughly (see record_rough)
@@ -112,6 +141,12 @@ class CostModel:
         #: a chunk's round trip beyond its work (see record_latency): the median of the last waves' samples
         self.latency = latency
         self._latencies: list[float] = []
+        #: seconds lost so far by shipping chains that lose in workers, to postpone decoding their input here
+        self._postponed = 0.0
+        #: how often, lately, functions a wave left as bytes were decoded here after (0: workers took them up)
+        self._decoded_later = 0.0
+        #: per chain: the share of its targets a parallel wave of it changed
+        self._changed: dict[tuple[str, ...], float] = {}
         self._lock = threading.Lock()
 
     @staticmethod
@@ -160,22 +195,33 @@ class CostModel:
         if nbytes > 0:
             with self._lock:
                 waves = self._parallel.setdefault(tuple(chain), [])
-                waves.append(_ParallelWave(max(wall - self.overhead, 0.0) / nbytes, nbytes, workers))
+                waves.append(_ParallelWave(max(wall, 0.0), nbytes, workers))
                 del waves[:-_PARALLEL_KEPT]
 
     def measured_parallel(self, chain: Sequence[str], nbytes: float, workers: int) -> float | None:
         """The chain's parallel seconds on ``nbytes`` of IR and ``workers`` workers, as its last parallel waves
         of about that size on that many workers took them; None if it has run no such wave (see
-        :meth:`record_parallel`)."""
+        :meth:`record_parallel`).
+
+        Each such wave stands for its own time, its part beyond the round trip scaled to ``nbytes``: a wave of
+        the same size is estimated at what it took, whatever the round trip is estimated at since (that
+        estimate moves with every wave of every chain: 40 to 100 ms on a cluster within a few runs).
+        """
         with self._lock:
-            rates = [
-                wave.rate
+            fixed = self.overhead
+            times = [
+                fixed + max(wave.seconds - fixed, 0.0) * nbytes / wave.nbytes
                 for wave in self._parallel.get(tuple(chain), ())
                 if wave.workers == workers and nbytes / _COMPARABLE <= wave.nbytes <= nbytes * _COMPARABLE
             ][-_PARALLEL_SAMPLES:]
-            if not rates:
-                return None
-            return self.overhead + statistics.median(rates) * nbytes
+            return statistics.median(times) if times else None
+
+    def record_changed(self, chain: Sequence[str], changed: int, functions: int) -> None:
+        """A parallel wave of the chain changed ``changed`` of its ``functions`` targets (the rest came back as
+        they went: held here as they were)."""
+        if functions > 0:
+            with self._lock:
+                self._fold(self._changed, tuple(chain), changed / functions)
 
     def record_wave(self, wall: float, busy: float, workers: int, nbytes: int) -> None:
         """Fold in a parallel wave: ``wall`` seconds in the parent for ``busy`` seconds of worker time.
@@ -244,15 +290,56 @@ class CostModel:
             return inline >= inline_below
         key = tuple(chain)
         with self._lock:
-            explore = key in self._worker and key not in self._inline and key not in self._rough
+            # measured in workers, and here only roughly if at all: where those workers are other machines
+            # (or share this one with a cluster's scheduler), a rough measure does not settle the cost here
+            here_roughly = key in self._rough and self.workers_on_this_machine
+            explore = key in self._worker and key not in self._inline and not here_roughly
         if explore and inline < 1.5 * parallel:
-            return False  # measured only in workers, and not by a wide margin: learn the in-process cost once
-        if parallel < inline:
+            return self._decodes_here(encoded)  # not by a wide margin: learn the in-process cost once
+        if parallel + self._left_as_bytes(key, nbytes - encoded) < inline:
             with self._lock:
                 self._kept_inline.pop(key, None)
-            return True
+            decoding = self.decode_rate * encoded
+            return self._postpones(parallel - (inline - decoding), decoding)
         measured = self.measured_parallel(key, nbytes, workers) is not None
-        return measured and self._retry(key, inline, parallel)
+        return (measured and self._retry(key, inline, parallel)) or self._decodes_here(encoded)
+
+    def _left_as_bytes(self, key: tuple[str, ...], decoded: int) -> float:
+        """What shipping the chain costs beyond its wave, from ``decoded`` bytes of its targets held decoded
+        here: the functions it changes come back as bytes, which a pass run here after decodes first, as
+        often as that happened lately (see the module docstring)."""
+        with self._lock:
+            later = self._decoded_later
+            changed = self._changed.get(key, _CHANGED_DEFAULT)
+        return self.decode_rate * max(decoded, 0) * changed * later
+
+    def _postpones(self, loss: float, decoding: float) -> bool:
+        """Whether to ship a chain that loses ``loss`` seconds in workers (against its own work here) to keep
+        from ``decoding`` its input here first (see the module docstring: rent or buy)."""
+        with self._lock:
+            if loss <= 0:  # wins in workers on its own: no postponing
+                if decoding > 0:  # bytes an earlier wave left, taken up by workers that win: the account closes
+                    self._decoded_later *= 1 - _ALPHA
+                    self._postponed = 0.0
+                return True
+            if self._postponed + loss > decoding:
+                self._bought()
+                return False
+            self._postponed += loss
+            return True
+
+    def _decodes_here(self, encoded: int) -> bool:
+        """False (the chain runs here); with ``encoded`` bytes to decode first, the postponing account closes."""
+        if encoded:
+            with self._lock:
+                self._bought()
+        return False
+
+    def _bought(self) -> None:
+        """Bytes an earlier wave left are decoded here now (the lock held): the next bytes start a new
+        account, and a wave that leaves bytes weighs their decoding more."""
+        self._postponed = 0.0
+        self._decoded_later = (1 - _ALPHA) * self._decoded_later + _ALPHA
 
     def _retry(self, key: tuple[str, ...], inline: float, parallel: float) -> bool:
         """Whether to try in workers once more a chain whose measured parallel time keeps it in-process."""

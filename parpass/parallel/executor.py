@@ -178,8 +178,9 @@ class ParallelExecutor:
             # not say: then a local crew's)
             overhead = getattr(backend, "assumed_overhead", DEFAULT_OVERHEAD)
             latency = getattr(backend, "assumed_latency", DEFAULT_LATENCY)
+            here = getattr(backend, "workers_on_this_machine", True)
             with self._lock:
-                found = self.costs.setdefault(scheduler, CostModel(overhead, latency))
+                found = self.costs.setdefault(scheduler, CostModel(overhead, latency, workers_on_this_machine=here))
         return found
 
     def start_workers(self, ctx: PassContext) -> bool:
@@ -595,6 +596,7 @@ class ParallelExecutor:
                 taken = time.perf_counter() - start + shipped.seconds - shipped.encode_seconds - starting
                 missed = sum(r.misses for r in results) * nbytes // max(len(indices), 1)
                 cost.record_parallel(names, taken, nbytes, cfg.num_workers, missed)
+                cost.record_changed(names, sum(len(r.indices) for r in results), len(indices))
             if shipped.unencoded:
                 cost.record_encode(shipped.encode_seconds, shipped.unencoded)
         finally:

@@ -309,6 +309,22 @@ def test_measured_costs_decide() -> None:
     assert not model.should_parallelize(["Unsure"], 100_000, 2, -1.0)
 
 
+@pytest.mark.parametrize("on_this_machine", [True, False])
+def test_a_cluster_s_workers_do_not_stand_for_this_process_a_rough_measure_here_is_completed_once(
+    on_this_machine: bool,
+) -> None:
+    """A chain measured in workers and only roughly here (a probe's first functions) is estimated here by the
+    workers' rate: on local workers that stands; a cluster's workers ran Simplify 10-25% slower per byte than
+    this process, which made a thin advantage look wide, so there it runs here once to learn its cost."""
+    model = CostModel(workers_on_this_machine=on_this_machine)
+    model.record_rough(["Simplify"], 0.300, 2_500_000)
+    model.record_workers(["Simplify"], 0.280, 2_500_000)
+    model.record_parallel(["Simplify"], 0.220, 2_500_000, 2)
+    assert model.should_parallelize(["Simplify"], 2_500_000, 2, -1.0) is on_this_machine
+    model.record_inline(["Simplify"], 0.240, 2_500_000)  # what that run measured here
+    assert model.should_parallelize(["Simplify"], 2_500_000, 2, -1.0)  # 220 < 240 ms, nothing left as bytes yet
+
+
 def test_functions_left_as_bytes_cost_their_decoding_in_process() -> None:
     """After a wave in workers, an in-process run must first decode what the workers sent back."""
     model = CostModel()
@@ -320,6 +336,61 @@ def test_functions_left_as_bytes_cost_their_decoding_in_process() -> None:
     inline, _ = model.estimates(["Light"], 1_000_000, 2, encoded=1_000_000)
     model.record_decode(0.001, 1_000_000)  # this machine decodes faster than assumed
     assert model.estimates(["Light"], 1_000_000, 2, encoded=1_000_000)[0] < inline
+
+
+def test_shipping_only_to_postpone_decoding_stops_once_postponing_has_lost_what_decoding_costs() -> None:
+    """Rent or buy: a chain that loses in workers ships, to keep from decoding here what an earlier wave left
+    as bytes, only while its losses so far stay below that decoding (its results come back as bytes too)."""
+    model = CostModel()
+    decoding = model.decode_rate * 3_000_000  # ~42 ms
+    for chain in ("Unroll", "Vectorize", "Flatten", "Close", "Wins"):
+        model.record_inline([chain], 0.045, 3_000_000)
+    for chain in ("Unroll", "Vectorize", "Flatten"):
+        model.record_parallel([chain], 0.075, 3_000_000, 2)  # 30 ms slower in workers than here
+    model.record_parallel(["Close"], 0.0475, 3_000_000, 2)  # 2.5 ms slower
+    model.record_parallel(["Wins"], 0.030, 3_000_000, 2)
+    assert model.estimates(["Unroll"], 3_000_000, 2, encoded=3_000_000)[1] < 0.045 + decoding
+    assert model.should_parallelize(["Unroll"], 3_000_000, 2, -1.0, encoded=3_000_000)  # 30 ms lost < ~42
+    assert not model.should_parallelize(["Vectorize"], 3_000_000, 2, -1.0, encoded=3_000_000)  # 60 ms: decode
+    # the decoding done, the account starts again
+    assert model.should_parallelize(["Flatten"], 3_000_000, 2, -1.0, encoded=3_000_000)  # 30 ms lost
+    decisions = [model.should_parallelize(["Close"], 3_000_000, 2, -1.0, encoded=3_000_000) for _ in range(6)]
+    assert decisions == [True] * 4 + [False, True]  # 30 + 5 * 2.5 ms: past the ~42 ms at the 5th
+    # a chain that wins in workers postpones nothing: the bytes were taken up at a profit, the account closes
+    assert all(model.should_parallelize(["Wins"], 3_000_000, 2, -1.0, encoded=3_000_000) for _ in range(3))
+    decisions = [model.should_parallelize(["Close"], 3_000_000, 2, -1.0, encoded=3_000_000) for _ in range(18)]
+    assert decisions == [True] * 16 + [False, True]  # 17 * 2.5 ms: past the ~42 ms
+    # on decoded input nothing is postponed: a chain that loses in workers runs here
+    assert not model.should_parallelize(["Unroll"], 3_000_000, 2, -1.0)
+
+
+def test_a_wave_that_leaves_bytes_is_charged_their_decoding_as_often_as_bytes_ended_up_decoded_here() -> None:
+    """A chain that wins in workers by less than the decoding of what it changes stays here once the bytes
+    waves left lately ended up decoded here; it ships again once workers take such bytes up."""
+    model = CostModel()
+    decoding = model.decode_rate * 3_000_000  # ~42 ms
+    model.record_inline(["Simplify"], 0.240, 3_000_000)
+    model.record_parallel(["Simplify"], 0.216, 3_000_000, 2)  # 24 ms faster in workers
+    model.record_changed(["Simplify"], 1000, 1000)
+    model.record_inline(["Light"], 0.045, 3_000_000)
+    model.record_parallel(["Light"], 0.100, 3_000_000, 2)  # loses more than the decoding: decoded at once
+    model.record_inline(["Heavy"], 0.500, 3_000_000)
+    model.record_parallel(["Heavy"], 0.260, 3_000_000, 2)
+    assert model.should_parallelize(["Simplify"], 3_000_000, 2, -1.0)  # nothing decoded after a wave yet
+    for _ in range(2):
+        assert not model.should_parallelize(["Light"], 3_000_000, 2, -1.0, encoded=3_000_000)
+    assert not model.should_parallelize(["Simplify"], 3_000_000, 2, -1.0)  # 216 + ~3/4 of 42 ms > 240
+    assert model.should_parallelize(["Heavy"], 3_000_000, 2, -1.0)  # wins by far more than the decoding
+    for _ in range(3):  # bytes taken up by workers that win
+        assert model.should_parallelize(["Heavy"], 3_000_000, 2, -1.0, encoded=3_000_000)
+    assert model.should_parallelize(["Simplify"], 3_000_000, 2, -1.0)
+    # a chain that changes few of its functions leaves few bytes
+    model.record_changed(["Simplify"], 0, 1000)
+    model.record_changed(["Simplify"], 0, 1000)
+    for _ in range(4):
+        assert not model.should_parallelize(["Light"], 3_000_000, 2, -1.0, encoded=3_000_000)
+    assert model.should_parallelize(["Simplify"], 3_000_000, 2, -1.0)
+    assert decoding < 0.100 - 0.045
 
 
 def test_an_in_process_run_learns_the_decoding_apart_from_the_pass(history) -> None:  # type: ignore[no-untyped-def]
@@ -378,6 +449,21 @@ def test_one_slow_wave_does_not_turn_parallel_runs_off() -> None:
     for wall in (0.010, 0.011, 0.009, 5.0):  # an outlier, e.g. another program took the cores
         model.record_wave(wall, 0.0, 2, 1000)
     assert model.overhead == pytest.approx(0.0105, abs=0.001)
+
+
+def test_a_measured_parallel_wave_stands_for_its_own_time_whatever_the_round_trip_is_estimated_at_since() -> None:
+    """The round trip's estimate moves with every wave of every chain (40-100 ms on a cluster within a few
+    runs): a chain's wave of the same size is estimated at what it took, not 40 ms less."""
+    model = CostModel()
+    for _ in range(5):
+        model.record_wave(0.100, 0.0, 2, 1000)
+    model.record_parallel(["P"], 0.220, 2_500_000, 2)
+    for _ in range(5):
+        model.record_wave(0.040, 0.0, 2, 1000)
+    assert model.overhead == pytest.approx(0.040)
+    assert model.measured_parallel(["P"], 2_500_000, 2) == pytest.approx(0.220)
+    # another size: the round trip as estimated now, and the rest in proportion
+    assert model.measured_parallel(["P"], 5_000_000, 2) == pytest.approx(0.040 + 2 * 0.180)
 
 
 def test_a_chain_s_measured_parallel_time_overrides_the_model_of_its_workers() -> None:
