@@ -67,17 +67,28 @@ _COLLECT_POLL = 0.25
 # the wave on the wire
 
 
-def pack_wave(header: WaveHeader, stores: Mapping[str, StoreReader], held: Container[int] = ()) -> bytes:
+#: The offset of a function whose bytes a packed wave leaves out: held by the worker it goes to, or by another.
+HELD_HERE = -1
+HELD_ELSEWHERE = -2
+
+
+def pack_wave(
+    header: WaveHeader, stores: Mapping[str, StoreReader], held: Container[int] = (), elsewhere: Container[int] = ()
+) -> bytes:
     """One bytes object holding the wave ``header`` and the bytes of every function but those ``held`` (the
-    worker it goes to holds them resident: their offset is -1), and each probe's, read from the parent's
-    ``stores``: what a cluster worker gets instead of a wave file it could not open."""
+    worker it goes to holds them resident: their offset is :data:`HELD_HERE`) and those held ``elsewhere``
+    (by other workers: :data:`HELD_ELSEWHERE`), and each probe's, read from the parent's ``stores``: what a
+    cluster worker gets instead of a wave file it could not open."""
     readers = [stores[path] for path in header.stores]
     parts: list[memoryview] = []
     offsets: list[int] = []
     at = 0
     for index, (where, offset, length) in enumerate(zip(header.where, header.offsets, header.lengths, strict=True)):
         if index in held:
-            offsets.append(-1)
+            offsets.append(HELD_HERE)
+            continue
+        if index in elsewhere:
+            offsets.append(HELD_ELSEWHERE)
             continue
         parts.append(readers[where].view(offset, length))
         offsets.append(at)
@@ -101,15 +112,25 @@ class WaveBytes:
         (size,) = _LEN.unpack_from(view, 0)
         self.header = msgspec.msgpack.decode(view[_LEN.size : _LEN.size + size], type=WaveHeader)
         self._data = view[_LEN.size + size :]
-        #: the functions whose bytes the parent left out: this worker holds them (see _Wave.pin)
-        self.absent = [index for index, offset in enumerate(self.header.offsets) if offset < 0]
+        offsets = self.header.offsets
+        #: the functions whose bytes the parent left out because this worker holds them (see _Wave.pin)
+        self.absent = [index for index, offset in enumerate(offsets) if offset == HELD_HERE]
+        #: whether it left out functions other workers hold (a chunk that needs one runs on the whole wave)
+        self.partial = HELD_ELSEWHERE in offsets
 
     def stored_bytes(self, where: int, offset: int, length: int) -> memoryview:
         return self._data[offset : offset + length]
 
+    def lacks(self, indices: list[int]) -> bool:
+        """Whether any of functions ``indices`` was left out for another worker holds it."""
+        offsets = self.header.offsets
+        return self.partial and any(offsets[index] == HELD_ELSEWHERE for index in indices)
+
     def function_bytes(self, index: int) -> memoryview:
         header = self.header
         start = header.offsets[index]
+        if start == HELD_ELSEWHERE:  # a lookup of a function another worker holds: the chunk runs again, whole
+            raise worker_mod.FunctionNotSent(index)
         if start < 0:  # pinned when the wave opened (see _ClusterSeat.ready_for): never read
             raise LookupError(f"wave {self.path}: the bytes of function {index} were left out (held here)")
         return self._data[start : start + header.lengths[index]]
@@ -180,22 +201,25 @@ class _ClusterSeat:
         self.opened_with, self.absent = payload, wave.absent
         return wave
 
-    def ready_for(self, name: str, payload: bytes) -> bool:
-        """Whether this worker can run a chunk of wave ``name``, whose ``payload`` the chunk brings: the wave
-        is open here, with every function's bytes or the function itself (the parent leaves out the
-        functions it knows this worker holds; one evicted since makes the payload lack it). A payload other
-        than the one the open wave lacks functions of (the whole wave, sent after that) opens it again."""
+    def ready_for(self, name: str, payload: bytes, indices: list[int]) -> bool:
+        """Whether this worker can run the chunk ``indices`` of wave ``name``, whose ``payload`` the chunk
+        brings: the wave is open here, with the bytes or the function itself of every function of the chunk
+        (the parent leaves out the functions it knows this worker holds, one evicted since makes the payload
+        lack it, and may leave out those other workers hold). A payload other than the one the open wave
+        lacks functions of (the whole wave, sent after that) opens it again."""
         wave = self.seat.wave
-        if wave is not None and wave.file.path == name and (payload is self.opened_with or not self.absent):
-            return True
-        self.seat.close_wave()
-        self.payload = payload
-        try:
-            opened = self.seat.wave_of(name)
-        except BaseException:  # serve_chunk opens it once more (with the payload _open took), and reports
+        if not (wave is not None and wave.file.path == name and (payload is self.opened_with or not self.absent)):
+            self.seat.close_wave()
             self.payload = payload
-            return True
-        if opened.pin(self.absent):
+            try:
+                wave = self.seat.wave_of(name)
+            except BaseException:  # serve_chunk opens it once more (with the payload _open took), and reports
+                self.payload = payload
+                return True
+            if wave.pin(self.absent):
+                self.seat.close_wave()
+                return False
+        if cast("WaveBytes", wave.file).lacks(indices):
             self.seat.close_wave()
             return False
         return True
@@ -222,15 +246,20 @@ def _here() -> _ClusterSeat:
 
 def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[bytes, bytes] | None:
     """The task of one chunk on a cluster worker: the encoded answer, and the new bytes it refers to; None
-    when the wave's payload lacks functions this worker no longer holds (the parent then sends it whole)."""
+    when the wave's payload lacks a function the chunk needs (one this worker no longer holds, or one another
+    worker holds: its own or looked up): the parent then sends the wave whole and the chunk again."""
     with _LOCK:
         here = _here()
-        if not here.ready_for(name, payload):
+        if not here.ready_for(name, payload, indices):
             return None
         here.progress.wave = name
         try:
             answer = worker_mod.serve_chunk(here.seat, RunChunk(name, indices))
             blob = here.sink.take()
+        except worker_mod.FunctionNotSent:  # a lookup of a function another worker holds
+            here.sink.take()
+            here.seat.close_wave()
+            return None
         finally:
             here.idle_since = time.monotonic()
     return encode(answer), blob
@@ -366,6 +395,10 @@ class ClusterCrew(StoreKeeper):
         self._wave = ""
         self._header: WaveHeader | None = None  # the wave's, to send it whole where a worker lacks a function
         self._whole: set[str] = set()  # the workers that have the wave whole
+        #: the workers the wave went to without what other workers hold: what each holds, and what it lacks
+        self._top_up: dict[str, tuple[set[int], set[int]]] = {}
+        #: whether a chunk of the wave needed a function its payload left out (the executor reads it)
+        self.lacked = False
         self._done: queue.SimpleQueue[Future] = queue.SimpleQueue()  # chunks done, as they come
         self._directory = scratch_dir()
         self._limit = 64 << 20
@@ -374,14 +407,21 @@ class ClusterCrew(StoreKeeper):
         super().begin_wave(directory)
         self._directory = directory
 
-    def publish(self, header: WaveHeader) -> str:
+    def publish(self, header: WaveHeader, self_contained: bool = False) -> str:
         """Send each worker of the crew the wave, less the functions the executor says its seat holds
-        resident (``owners``): a wave of a pipeline's next pass sends each worker about the other's half."""
+        resident (``owners``): a wave of a pipeline's next pass sends each worker about the other's half.
+
+        Where the passes read no other function (``self_contained``), each worker is sent only what no
+        worker holds, so that its chunks, on what it holds, start at once; what others hold follows if it
+        takes a chunk from another's queue (see :meth:`run`), the whole wave if a pass looks one up after
+        all (the chunk runs again: see :func:`run_cluster_chunk`)."""
         self._limit = header.store_limit
         self._header = header
         self._wave = wave = f"parpass-wave-{os.urandom(8).hex()}"
         self._waves[wave] = {}
         self._whole.clear()
+        self._top_up.clear()
+        self.lacked = False
         held = self._held(header)
         for seat, address in enumerate(self._route):
             if self._route.count(address) > 1:  # a worker serving two seats (one was lost): the whole wave
@@ -389,11 +429,30 @@ class ClusterCrew(StoreKeeper):
         if not any(held):  # nobody holds anything yet: the same bytes for all, sent once
             self._send_whole(sorted(set(self._route)), again=True)
             return wave
-        for address, skip in dict(zip(self._route, held, strict=True)).items():
-            self._waves[wave][address] = self._send(pack_wave(header, self.stores, skip), [address])
-            if not skip:
+        plans = dict(zip(self._route, held, strict=True))
+        everyone = set().union(*held) if self_contained else set()
+        for address, skip in plans.items():
+            elsewhere = everyone - skip
+            self._waves[wave][address] = self._send(pack_wave(header, self.stores, skip, elsewhere), [address])
+            if elsewhere:
+                self._top_up[address] = (skip, elsewhere)
+            elif not skip:
                 self._whole.add(address)
         return wave
+
+    def _top_up_for(self, address: str, indices: list[int]) -> None:
+        """Before worker ``address`` gets the chunk ``indices``: if its payload left out some of them (another
+        worker holds them: a chunk taken from that one's queue), send it the wave less only what it holds."""
+        plan = self._top_up.get(address)
+        if plan is None or plan[1].isdisjoint(indices):
+            return
+        assert self._header is not None
+        del self._top_up[address]
+        waves = self._waves[self._wave]
+        old = waves.get(address)
+        waves[address] = self._send(pack_wave(self._header, self.stores, plan[0]), [address])
+        if old is not None:
+            old.release()
 
     def _held(self, header: WaveHeader) -> list[set[int]]:
         """Per seat, the functions of the wave whose digest the executor last saw it hold."""
@@ -420,6 +479,8 @@ class ClusterCrew(StoreKeeper):
         addresses = [address for address in addresses if again or address not in self._whole]
         if not addresses:
             return
+        for address in addresses:
+            self._top_up.pop(address, None)
         whole = self._send(pack_wave(self._header, self.stores), addresses)
         self._whole.update(addresses)
         waves = self._waves[self._wave]
@@ -436,6 +497,7 @@ class ClusterCrew(StoreKeeper):
             self._header = None
 
     def run(self, seat: int, wave: str, indices: list[int]) -> None:
+        self._top_up_for(self._route[seat], indices)
         future = self.client.submit(
             run_cluster_chunk,
             wave,
@@ -471,10 +533,13 @@ class ClusterCrew(StoreKeeper):
                 continue
             _, indices = self._pending.pop(future)
             del self._sent[future]
-            if answer is _LACKS:  # its worker no longer holds a function the wave left out: send it whole
+            if answer is _LACKS:  # its worker lacks a function the wave left out: send it whole
+                self.lacked = True
                 self._send_whole([self._route[seat]])
                 self.run(seat, self._wave, indices)
                 continue
+            if isinstance(answer, ChunkDone):
+                self._note_inputs(seat, indices)
             out.append((seat, cast("FromWorker", answer)))
         if failed or time.monotonic() - self._checked > _CHECK_EVERY:
             self._checked = time.monotonic()
@@ -483,6 +548,19 @@ class ClusterCrew(StoreKeeper):
             if failed or lost:
                 self._recover(lost, failed, live)
         return out
+
+    def _note_inputs(self, seat: int, indices: list[int]) -> None:
+        """Note that ``seat`` holds resident the inputs of its chunk ``indices`` whose digests the wave carried:
+        it decoded them (or had them). The same module run again (another pipeline on it, or the same one)
+        then sends that worker none of their bytes, and its chunks go where they are held. The executor notes
+        only the results (in a pipeline, the next wave's inputs) and the digests workers computed: a local
+        crew's waves cost nothing per function sent, a cluster's a scatter of its bytes."""
+        header = self._header
+        if header is None:
+            return
+        digests = header.digests
+        probed = {index for index, *_ in header.probes}  # started from the probe's bytes: not the input's
+        self.owners.update((digest, seat) for i in indices if (digest := digests[i]) and i not in probed)
 
     def _answer(self, future: Future) -> FromWorker | object | None:
         """A done chunk's answer, its new bytes in the parent's store; :data:`_LACKS` if its worker lacked

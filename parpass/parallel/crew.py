@@ -66,7 +66,10 @@ class CrewLike(Protocol):
 
     def place(self, directory: str, limit: int, blobs: list[bytes | memoryview]) -> tuple[str, list[int]]: ...
 
-    def publish(self, header: WaveHeader) -> str: ...
+    def publish(self, header: WaveHeader, self_contained: bool = False) -> str:
+        """Make the wave reachable by the seats; ``self_contained``: as far as the executor knows, its passes
+        read no function but the one they transform (a crew may then send each seat less to start with)."""
+        ...
 
     def withdraw(self, wave: str) -> None: ...
 
@@ -273,8 +276,9 @@ class Crew(StoreKeeper):
         self.last_used = time.monotonic()
         return out
 
-    def publish(self, header: WaveHeader) -> str:
-        """Make a wave reachable by the seats: its name, which :meth:`run` passes on (here, its file)."""
+    def publish(self, header: WaveHeader, self_contained: bool = False) -> str:
+        """Make a wave reachable by the seats: its name, which :meth:`run` passes on (here, its file: the
+        seats map what they read of it, so all of it is there whatever the passes read)."""
         return write_wave(header)
 
     def withdraw(self, wave: str) -> None:

@@ -139,6 +139,8 @@ class ParallelExecutor:
         self.history: list[WaveStats] = []
         self._warned: set[str] = set()
         self._looks_up: set[str] = set()
+        #: chains whose workers needed functions their wave left out for other workers to hold (see publish)
+        self._reads_others: set[tuple[str, ...]] = set()
         self._bytes_per_function = 2000.0  # encoded size of a function, averaged over the last wave
         #: the last encoded size seen of each function, by name: what a function held only decoded is estimated
         #: at, so that a rate learned on it is on the same basis as one learned on its bytes
@@ -155,6 +157,7 @@ class ParallelExecutor:
         with self._lock:
             self.costs.clear()
             self._looks_up.clear()
+            self._reads_others.clear()
             self._bytes_per_function = 2000.0
             self._sizes.clear()
             self._inline_seconds = 0.0
@@ -669,7 +672,10 @@ class ParallelExecutor:
         store_limit = max(_STORE_MIN, 4 * wave.nbytes // crew.size)
         placed, probes = _place(crew, wave, directory, store_limit, mod)
         try:
-            wave_path = crew.publish(self._header(wave, crew, placed, store_limit, probes))
+            reads = names in self._reads_others or any(
+                p.reads_other_functions or p.info.name in self._looks_up for p in passes
+            )
+            wave_path = crew.publish(self._header(wave, crew, placed, store_limit, probes), not reads)
         except CrewLost as lost:  # nothing of the wave ran
             raise _LostElsewhere(lost) from lost
         try:
@@ -696,6 +702,8 @@ class ParallelExecutor:
                 if cfg.timeout > 0:
                     self._check_timeout(crew, wave, names, mod, ctx, passes, cfg)
             t1 = time.perf_counter()
+            if getattr(crew, "lacked", False):  # a chunk needed what its wave left out: send all next time
+                self._reads_others.add(names)
             cost.record_latency(run.latencies)
             run.stolen = dispatcher.stolen
             _map_results(crew, run)

@@ -201,15 +201,25 @@ def test_num_workers_caps_the_workers_used(dask_cluster: tuple[str, Path], small
     assert module_bytes(out) == module_bytes(_serial(count_bindings, small_module))  # on one worker
 
 
+class _Packed(list[tuple[int, int]]):
+    elsewhere: list[int]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elsewhere = []
+
+
 @pytest.fixture
 def payloads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
-    """Each wave payload the parent packs for a cluster worker: (functions left out, functions in all)."""
-    packed: list[tuple[int, int]] = []
+    """Each wave payload the parent packs for a cluster worker: (functions left out because it holds them,
+    functions in all); those left out because other workers hold them are in ``payloads.elsewhere``."""
+    packed = _Packed()
     pack = cluster.pack_wave
 
-    def counting(header, stores, held=()):  # type: ignore[no-untyped-def]
+    def counting(header, stores, held=(), elsewhere=()):  # type: ignore[no-untyped-def]
         packed.append((len(held), len(header.names)))
-        return pack(header, stores, held)
+        packed.elsewhere.append(len(elsewhere))
+        return pack(header, stores, held, elsewhere)
 
     monkeypatch.setattr(cluster, "pack_wave", counting)
     return packed
@@ -219,8 +229,10 @@ def payloads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
 def test_a_worker_is_sent_only_the_functions_it_does_not_hold(
     dask_cluster: tuple[str, Path], payloads: list[tuple[int, int]], lookups: bool
 ) -> None:
-    """A pipeline's next wave leaves out of each worker's payload what the executor saw it hold; the
-    worker holds those for the wave (lookups of them included), and the result is the serial one."""
+    """A pipeline's next wave leaves out of each worker's payload what the executor saw it hold, and at
+    first what the other worker holds too (its chunks start on what it holds); the rest follows while they
+    run. A pass that looks up a function the other worker holds has its chunk run again on the whole wave,
+    and the chain's next waves go without leaving anything out for others. The result is the serial one."""
     address, _ = dask_cluster
     mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=12)
     second = look_up_callees if lookups else count_bindings
@@ -229,10 +241,23 @@ def test_a_worker_is_sent_only_the_functions_it_does_not_hold(
     with _on(address):
         out = second(keep_even(mod))
     assert module_bytes(out) == expected
-    first, later = payloads[0], payloads[1:]
-    assert first[0] == 0 and len(later) == 2  # the first wave whole, once; the next one per worker
-    assert all(0 < left_out < total for left_out, total in later)
-    assert sum(left_out for left_out, _ in later) >= 50  # about all 60, each left out where it is held
+    first, later, elsewhere = payloads[0], payloads[1:], payloads.elsewhere[1:]
+    assert first[0] == 0  # the first wave whole, once
+    # the next one per worker, with none of the functions either holds (all 57 targets)
+    assert [held + away for (held, _), away in zip(later[:2], elsewhere[:2], strict=True)] == [57, 57]
+    assert all(0 < held < total for held, total in later[:2])
+    # then, to a worker that takes a chunk from the other's queue, the wave less what it holds
+    rest = list(zip(later[2:], elsewhere[2:], strict=True))
+    if not lookups:
+        assert all(away == 0 and (held, total) in later[:2] for (held, total), away in rest)
+        return
+    assert ((0, 60), 0) in rest  # a worker's first chunk looked up the other's functions: it got the wave whole
+    payloads.clear()
+    payloads.elsewhere.clear()
+    with _on(address):
+        again = second(out)
+    assert module_bytes(again) == module_bytes(_serial(second, out))
+    assert payloads.elsewhere and not any(payloads.elsewhere)  # it learned: nothing left out for others
 
 
 def test_a_module_run_again_is_sent_only_where_it_is_not_held(
@@ -250,8 +275,31 @@ def test_a_module_run_again_is_sent_only_where_it_is_not_held(
             outputs.append(module_bytes(count_bindings(mod)))
     assert outputs == [expected, expected]
     first, later = payloads[0], payloads[1:]
-    assert first[0] == 0 and len(later) == 2  # the first run's wave whole, once; the second's per worker
-    assert sum(left_out for left_out, _ in later) >= 50  # about all 60, each left out where it is held
+    assert first[0] == 0 and len(later) >= 2  # the first run's wave whole, once; the second's per worker
+    assert sum(left_out for left_out, _ in later[:2]) >= 50  # about all 60, each left out where it is held
+    assert sum(payloads.elsewhere[1:3]) >= 50  # and where the other worker holds it
+
+
+def test_a_module_whose_digests_are_known_run_again_is_sent_only_where_it_is_not_held(
+    dask_cluster: tuple[str, Path], payloads: list[tuple[int, int]]
+) -> None:
+    """A module the parent knows the digests of (here: learned on local workers first) goes whole to the
+    cluster once; the crew notes which worker ran, so holds, each input, and the next run leaves those out."""
+    address, _ = dask_cluster
+    mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=15)
+    expected = module_bytes(_serial(count_bindings, mod))
+    executor.forget()
+    with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
+        assert module_bytes(count_bindings(mod)) == expected  # the parent learns the digests here
+    assert sum(digest is not None for digest in mod.encoded_columns()[1]) >= 50  # every target's
+    outputs = []
+    for _ in range(2):
+        with _on(address):
+            outputs.append(module_bytes(count_bindings(mod)))
+    assert outputs == [expected, expected]
+    first, later = payloads[0], payloads[1:]
+    assert first[0] == 0 and len(later) >= 2  # the first cluster run's wave whole, once; the second's per worker
+    assert sum(left_out for left_out, _ in later[:2]) >= 50  # about all 60, each left out where it is held
 
 
 def test_a_worker_that_no_longer_holds_what_was_left_out_gets_the_wave_whole(
