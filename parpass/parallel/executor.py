@@ -23,7 +23,7 @@ import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
-from operator import add
+from operator import add, itemgetter
 from typing import Any, NamedTuple, NoReturn, cast
 
 import cloudpickle
@@ -119,6 +119,8 @@ class WaveStats(msgspec.Struct):
     nbytes: int = 0
     wall: float = 0.0
     worker_seconds: float = 0.0
+    #: in a parallel wave, the parent's own work: its CPU time (the calling thread's) over the wave, waits
+    #: not counted, nor a probe's pass calls; in an in-process one, the run's wall time
     parent_seconds: float = 0.0
     #: functions the workers found resident, and decoded from the wave's bytes
     hits: int = 0
@@ -303,7 +305,7 @@ class ParallelExecutor:
         The heads are read once per wave; the targets of a chain of the same kinds are taken again from the
         last wave that had the same heads (a pipeline's next pass of the same kind, mostly).
         """
-        t0 = time.perf_counter()
+        t0, cpu = time.perf_counter(), time.thread_time()
         names, heads = mod.head_columns()
         key = _visit_key(passes)
         known = self._visited.get(key) if key is not None else None
@@ -313,7 +315,7 @@ class ParallelExecutor:
             if len(self._visited) >= _VISITED_KEPT:
                 self._visited.clear()
             self._visited[key] = (heads, indices)  # these heads: the next wave's are these very objects
-        return _Table(names, heads, indices, time.perf_counter() - t0)
+        return _Table(names, heads, indices, time.perf_counter() - t0, cpu)
 
     def _probe(
         self,
@@ -609,7 +611,10 @@ class ParallelExecutor:
             passes_busy = sum(sum(r.stage_wall) - sum(r.stage_waited) for r in results)
             cost.record_workers(names, passes_busy, _worker_bytes(nbytes, probe, len(passes)))
             cost.record_wave(end - start - (merge_start - start - setup - waited), busy, cfg.num_workers, nbytes)
-            parent = setup + shipped.seconds + (end - merge_start) + run.parent_seconds
+            # this thread's CPU time since the wave began, less the probe's pass calls: the parent's own work
+            # (reading the module, handing out, decoding answers, merging, replaying), not its waits
+            probed = probe.timing.cpu if probe is not None else 0.0
+            parent = max(time.thread_time() - shipped.cpu_start - probed, 0.0)
             wall = end - start + shipped.seconds
             stats = WaveStats(
                 names,
@@ -665,8 +670,6 @@ class ParallelExecutor:
         Each attempt has a file of its own, so that nothing of a lost attempt can land in the next one.
         Any other failure propagates; the caller's ``backend.crew`` then kills the crew's workers.
         """
-        parent = 0.0
-        t0 = time.perf_counter()
         directory = scratch_dir()
         crew.begin_wave(directory)
         store_limit = max(_STORE_MIN, 4 * wave.nbytes // crew.size)
@@ -690,25 +693,19 @@ class ParallelExecutor:
             for _ in range(_IN_FLIGHT):
                 for seat in range(crew.size):
                     self._hand_out(crew, dispatcher, seat, wave_path, outstanding, run)
-            parent += time.perf_counter() - t0
             while any(outstanding):
-                answers = crew.receive(_POLL)
-                t1 = time.perf_counter()
-                for seat, answer in answers:
+                for seat, answer in crew.receive(_POLL):
                     self._take(crew, seat, answer, wave_path, run, names, mod, ctx, passes, cfg)
                     outstanding[seat] -= 1
                     self._hand_out(crew, dispatcher, seat, wave_path, outstanding, run)
-                parent += time.perf_counter() - t1
                 if cfg.timeout > 0:
                     self._check_timeout(crew, wave, names, mod, ctx, passes, cfg)
-            t1 = time.perf_counter()
             if getattr(crew, "lacked", False):  # a chunk needed what its wave left out: send all next time
                 self._reads_others.add(names)
             cost.record_latency(run.latencies)
             run.stolen = dispatcher.stolen
             _map_results(crew, run)
             _note_owners(crew, run, wave.digests)
-            run.parent_seconds = parent + time.perf_counter() - t1
             return run
         except CrewLost as lost:
             self._fail_lost(crew, lost, names, wave.names, mod, ctx, passes, cfg)
@@ -1052,6 +1049,8 @@ class _Table(NamedTuple):
     heads: list[_Head]
     indices: list[int]
     seconds: float
+    #: this thread's CPU time (time.thread_time) when the wave began: what the parent's work is counted from
+    cpu_start: float
 
 
 class _Shipped(NamedTuple):
@@ -1071,6 +1070,7 @@ class _Shipped(NamedTuple):
     #: of ``seconds``, reading the columns: mostly encoding the ``unencoded`` bytes held only decoded
     encode_seconds: float
     unencoded: int
+    cpu_start: float
 
 
 class _Probe:
@@ -1093,7 +1093,6 @@ class _Run:
         self.views: list[list[memoryview]] = []  # per answer: the new bytes of each function it changed
         self.chunks = 0
         self.stolen = 0
-        self.parent_seconds = 0.0  # handing out chunks and taking in answers (the rest of the wait is the workers')
         #: each seat's first chunk's round trip beyond its work (it waited behind no other chunk of the seat)
         self.latencies: list[float] = []
         self._first_sent: dict[int, float] = {}
@@ -1327,6 +1326,7 @@ def _shipped(mod: IRModule, names: tuple[str, ...], table: _Table, unencoded: in
         table.seconds + read,
         read,
         unencoded,
+        table.cpu_start,
     )
 
 
@@ -1348,8 +1348,10 @@ def _visited(
 ) -> list[int]:
     """The positions of the functions (of these ``heads``) any pass of the chain may visit; ``kinds`` is the
     chain's :func:`_visit_key`."""
-    if kinds is not None:  # every pass keeps the rule of FunctionLevelPass.visits: one test per function
-        return [i for i, (kind, attrs) in enumerate(heads) if visited_by_default(kinds, kind, attrs)]
+    if kinds is not None:  # every pass keeps the rule of FunctionLevelPass.visits (visited_by_default), inlined:
+        # the class test once per class, not once per function
+        ok = {kind for kind in set(map(itemgetter(0), heads)) if visited_by_default(kinds, kind, {})}
+        return [i for i, (kind, attrs) in enumerate(heads) if kind in ok and not attrs.get("SkipOptimization", False)]
     visits = [p.visits for p in passes]
     if len(visits) == 1:
         visit = visits[0]

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from parallel_support import leftovers, module_bytes, parallel_ctx
-from ptest_passes import chatty, count_bindings, keep_even
+from ptest_passes import chatty, count_bindings, keep_even, waits_a_little
 
 import parpass.parallel.cost as cost_mod
 from parpass.ir import IRModule, to_bytes
@@ -290,6 +290,20 @@ def test_the_digest_is_of_the_bytes() -> None:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # the cost model
+
+
+def test_the_parent_s_work_in_a_wave_is_its_cpu_time_not_its_wait(history) -> None:  # type: ignore[no-untyped-def]
+    """What a wave's statistics count as the parent's own work is its CPU time: not the wait for the workers
+    (here ~20 ms a function of sleeping in them), which its wall time includes."""
+    from parpass.parallel import default_executor
+
+    mod = random_module(num_functions=12, num_prim_funcs=0, size=4, seed=3)
+    with parallel_ctx():
+        waits_a_little(mod)
+    wave = default_executor.history[-1]
+    assert wave.parallel and wave.functions > 0
+    assert wave.wall >= 0.02 * wave.functions / 2  # the two workers slept that long at least
+    assert 0 < wave.parent_seconds < wave.wall / 2
 
 
 def test_a_pass_never_measured_runs_in_workers_on_a_big_module_only() -> None:
