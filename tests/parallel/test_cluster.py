@@ -318,6 +318,23 @@ def test_a_worker_that_no_longer_holds_what_was_left_out_gets_the_wave_whole(
     assert sum(1 for left_out, _ in payloads if left_out == 0) >= 2  # and then went whole
 
 
+def test_a_client_the_backend_opened_sends_promptly_and_a_user_s_keeps_its_settings(
+    dask_cluster: tuple[str, Path],
+) -> None:
+    """A wave's chunks go out in a burst, all but the first batched by the client: the backend's own client
+    sends every millisecond (Dask's default is 10), a client the user hands over is left as it is."""
+    import distributed
+
+    address, _ = dask_cluster
+    assert cluster.backend_at(address).client.scheduler_comm.interval == cluster._SEND_INTERVAL
+    with distributed.Client(address, set_as_default=False) as mine:
+        before = mine.scheduler_comm.interval
+        backend = cluster.DaskBackend(mine)
+        assert mine.scheduler_comm.interval == before > cluster._SEND_INTERVAL
+        backend.close()
+        assert mine.status == "running"  # not the backend's to close
+
+
 def test_a_first_run_on_a_cluster_goes_by_a_cluster_s_round_trip(dask_cluster: tuple[str, Path]) -> None:
     """Before it has measured a wave on a backend, the executor assumes what that backend's round trips cost:
     with a local crew's 4 ms, a first run moved light passes to the cluster, whose waves cost ~40-60 ms more."""
