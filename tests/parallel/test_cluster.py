@@ -260,38 +260,22 @@ def test_a_worker_is_sent_only_the_functions_it_does_not_hold(
     assert payloads.elsewhere and not any(payloads.elsewhere)  # it learned: nothing left out for others
 
 
+@pytest.mark.parametrize("known", [False, True], ids=["digests from the cluster", "digests known before"])
 def test_a_module_run_again_is_sent_only_where_it_is_not_held(
-    dask_cluster: tuple[str, Path], payloads: list[tuple[int, int]]
+    dask_cluster: tuple[str, Path], payloads: list[tuple[int, int]], known: bool
 ) -> None:
-    """The parent learns the digests the workers computed of a built module's functions (it sent them without
-    one): the same module run again leaves out of each worker's payload what that worker holds."""
+    """The same module run again leaves out of each worker's payload what that worker holds, and at first
+    what the other one holds. The parent knows the holders from the digests the workers computed of a built
+    module's functions (it sent them without one), or, for a module whose digests it knew before (here:
+    learned on local workers first), from the crew, which notes which worker ran, so holds, each input."""
     address, _ = dask_cluster
-    mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=14)
+    mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=14 + known)  # none held yet
     expected = module_bytes(_serial(count_bindings, mod))
     executor.forget()
-    outputs = []
-    for _ in range(2):
-        with _on(address):
-            outputs.append(module_bytes(count_bindings(mod)))
-    assert outputs == [expected, expected]
-    first, later = payloads[0], payloads[1:]
-    assert first[0] == 0 and len(later) >= 2  # the first run's wave whole, once; the second's per worker
-    assert sum(left_out for left_out, _ in later[:2]) >= 50  # about all 60, each left out where it is held
-    assert sum(payloads.elsewhere[1:3]) >= 50  # and where the other worker holds it
-
-
-def test_a_module_whose_digests_are_known_run_again_is_sent_only_where_it_is_not_held(
-    dask_cluster: tuple[str, Path], payloads: list[tuple[int, int]]
-) -> None:
-    """A module the parent knows the digests of (here: learned on local workers first) goes whole to the
-    cluster once; the crew notes which worker ran, so holds, each input, and the next run leaves those out."""
-    address, _ = dask_cluster
-    mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=15)
-    expected = module_bytes(_serial(count_bindings, mod))
-    executor.forget()
-    with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
-        assert module_bytes(count_bindings(mod)) == expected  # the parent learns the digests here
-    assert sum(digest is not None for digest in mod.encoded_columns()[1]) >= 50  # every target's
+    if known:
+        with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
+            assert module_bytes(count_bindings(mod)) == expected  # the parent learns the digests here
+        assert sum(digest is not None for digest in mod.encoded_columns()[1]) >= 50  # every target's
     outputs = []
     for _ in range(2):
         with _on(address):
@@ -300,6 +284,7 @@ def test_a_module_whose_digests_are_known_run_again_is_sent_only_where_it_is_not
     first, later = payloads[0], payloads[1:]
     assert first[0] == 0 and len(later) >= 2  # the first cluster run's wave whole, once; the second's per worker
     assert sum(left_out for left_out, _ in later[:2]) >= 50  # about all 60, each left out where it is held
+    assert sum(payloads.elsewhere[1:3]) >= 50  # and where the other worker holds it
 
 
 def test_a_worker_that_no_longer_holds_what_was_left_out_gets_the_wave_whole(
