@@ -121,6 +121,8 @@ class WaveBytes:
         self.absent = [index for index, offset in enumerate(offsets) if offset == HELD_HERE]
         #: whether it left out functions other workers hold (a chunk that needs one runs on the whole wave)
         self.partial = HELD_ELSEWHERE in offsets
+        #: whether a chunk asked for one of those (whatever the pass then made of the error: see run_cluster_chunk)
+        self.missed = False
 
     def stored_bytes(self, where: int, offset: int, length: int) -> memoryview:
         return self._data[offset : offset + length]
@@ -134,6 +136,7 @@ class WaveBytes:
         header = self.header
         start = header.offsets[index]
         if start == HELD_ELSEWHERE:  # a lookup of a function another worker holds: the chunk runs again, whole
+            self.missed = True
             raise worker_mod.FunctionNotSent(index)
         if start < 0:  # pinned when the wave opened (see _ClusterSeat.ready_for): never read
             raise LookupError(f"wave {self.path}: the bytes of function {index} were left out (held here)")
@@ -260,6 +263,9 @@ def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[by
         try:
             answer = worker_mod.serve_chunk(here.seat, RunChunk(name, indices))
             blob = here.sink.take()
+            wave = here.seat.wave
+            if wave is not None and cast("WaveBytes", wave.file).missed:
+                raise worker_mod.FunctionNotSent(-1)  # a pass caught the error itself: its answer cannot stand
         except worker_mod.FunctionNotSent:  # a lookup of a function another worker holds
             here.sink.take()
             here.seat.close_wave()

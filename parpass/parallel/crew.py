@@ -61,6 +61,8 @@ class CrewLike(Protocol):
     generation: int
     owners: dict[bytes, int]
     stores: dict[str, StoreReader]
+    #: whether a chunk of the last wave needed a function its seat was not sent (see :meth:`publish`)
+    lacked: bool
 
     def begin_wave(self, directory: str) -> None: ...
 
@@ -181,6 +183,7 @@ class Crew(StoreKeeper):
 
         super().__init__()
         self.size = size
+        self.lacked = False  # each seat maps the whole wave file: it never lacks a function
         self.idle = idle
         self.last_used = time.monotonic()
         self.closed = False

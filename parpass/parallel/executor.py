@@ -700,7 +700,7 @@ class ParallelExecutor:
                     self._hand_out(crew, dispatcher, seat, wave_path, outstanding, run)
                 if cfg.timeout > 0:
                     self._check_timeout(crew, wave, names, mod, ctx, passes, cfg)
-            if getattr(crew, "lacked", False):  # a chunk needed what its wave left out: send all next time
+            if crew.lacked:  # a chunk needed what its wave left out: send all of it next time
                 self._reads_others.add(names)
             cost.record_latency(run.latencies)
             run.stolen = dispatcher.stolen
@@ -1070,6 +1070,7 @@ class _Shipped(NamedTuple):
     #: of ``seconds``, reading the columns: mostly encoding the ``unencoded`` bytes held only decoded
     encode_seconds: float
     unencoded: int
+    #: see :attr:`_Table.cpu_start`
     cpu_start: float
 
 

@@ -20,6 +20,7 @@ from ptest_passes import (
     fails_on_some,
     keep_even,
     look_up_callees,
+    looks_up_carelessly,
     sleeps,
     tag_prim_funcs,
 )
@@ -258,6 +259,22 @@ def test_a_worker_is_sent_only_the_functions_it_does_not_hold(
         again = second(out)
     assert module_bytes(again) == module_bytes(_serial(second, out))
     assert payloads.elsewhere and not any(payloads.elsewhere)  # it learned: nothing left out for others
+
+
+def test_a_lookup_of_what_another_worker_holds_is_redone_whole_even_where_the_pass_swallows_the_error(
+    dask_cluster: tuple[str, Path], payloads: list[tuple[int, int]]
+) -> None:
+    """A pass that looks up a function its worker was not sent (the other worker holds it) and takes the
+    failure for an answer of its own (``except BaseException``) still gives the serial result: the chunk's
+    answer is dropped and the chunk runs again on the whole wave."""
+    address, _ = dask_cluster
+    mod = random_module(num_functions=60, num_prim_funcs=0, size=6, seed=16)
+    expected = module_bytes(_serial(looks_up_carelessly, _serial(keep_even, mod)))
+    executor.forget()
+    with _on(address):
+        out = looks_up_carelessly(keep_even(mod))
+    assert module_bytes(out) == expected
+    assert any(payloads.elsewhere) and (0, 60) in payloads  # sent partial first, then whole
 
 
 @pytest.mark.parametrize("known", [False, True], ids=["digests from the cluster", "digests known before"])
