@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from itertools import repeat
 from types import MappingProxyType
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
+
+import msgspec
 
 from parpass.errors import ReadOnlyModuleError, not_found
 from parpass.ir.node import AttrValue, BaseFunc, FrozenAttrs, GlobalVar, checked_value, frozen_attrs
@@ -26,31 +28,25 @@ _MODULE_ATTR = "module attribute"
 _FunctionsArg = Union[Mapping[Any, BaseFunc], Iterable[tuple[Any, BaseFunc]]]
 
 
-class _Slot:
+class _SlotBase:
     """One function of a module: decoded, encoded, or both (decoding is cached).
 
     A slot may instead hold a ``loader`` that computes the function on first read.
     The encoded form may be a read-only buffer (a view of a file an executor's
     workers wrote) rather than ``bytes``; it becomes ``bytes`` when handed out.
+    Two kinds: :class:`_Slot`, and :class:`_HeldSlot` for a function held as bytes
+    with no loader, which the garbage collector does not track.
     """
 
-    __slots__ = ("data", "digest", "func", "head", "loader", "location")
+    if not TYPE_CHECKING:  # no instance dict (type checkers take the annotations below for the attributes)
+        __slots__ = ()
 
-    def __init__(
-        self,
-        func: BaseFunc | None = None,
-        data: bytes | memoryview | None = None,
-        loader: Callable[[], BaseFunc] | None = None,
-        digest: bytes | None = None,
-        location: object = None,
-        head: _Head | None = None,
-    ) -> None:
-        self.func = func
-        self.data = data
-        self.loader = loader
-        self.digest = digest  # of ``data`` (or of the encoding of ``func``), when someone computed it
-        self.location = location  # where an executor keeps a copy of ``data`` (opaque here)
-        self.head = head  # (class, attrs), once read
+    func: BaseFunc | None
+    data: bytes | memoryview | None
+    loader: Callable[[], BaseFunc] | None
+    digest: bytes | None  # of ``data`` (or of the encoding of ``func``), when someone computed it
+    location: object  # where an executor keeps a copy of ``data`` (opaque here)
+    head: _Head | None  # (class, attrs), once read
 
     def get(self) -> BaseFunc:
         if self.func is None:
@@ -64,7 +60,7 @@ class _Slot:
                 self.func = decode_function(self.data)
         return self.func
 
-    def shareable(self) -> _Slot:
+    def shareable(self) -> _SlotBase:
         """This slot, fit to be shared by a copy of the module (a pending loader runs first)."""
         if self.loader is not None:
             self.get()
@@ -97,7 +93,42 @@ class _Slot:
         return data
 
 
-def _known_head(slot: _Slot | None) -> _Head | None:
+class _Slot(_SlotBase):
+    """A slot of any kind (see :class:`_SlotBase`)."""
+
+    __slots__ = ("data", "digest", "func", "head", "loader", "location")
+
+    def __init__(
+        self,
+        func: BaseFunc | None = None,
+        data: bytes | memoryview | None = None,
+        loader: Callable[[], BaseFunc] | None = None,
+        digest: bytes | None = None,
+        location: object = None,
+        head: _Head | None = None,
+    ) -> None:
+        self.func = func
+        self.data = data
+        self.loader = loader
+        self.digest = digest
+        self.location = location
+        self.head = head
+
+
+class _HeldSlot(msgspec.Struct, _SlotBase, gc=False):
+    """A function held as bytes, with no loader (an executor's merge makes thousands a wave): untracked by
+    the garbage collector. Nothing it holds can lead back to it (IR, bytes or a view of a file, a digest,
+    an opaque location, a class and plain attributes), so it is never part of a cycle."""
+
+    func: Any = None
+    data: Any = None
+    loader: Any = None
+    digest: Any = None
+    location: Any = None
+    head: Any = None
+
+
+def _known_head(slot: _SlotBase | None) -> _Head | None:
     """The class and attributes ``slot`` holds without reading its bytes (None if it holds none)."""
     if slot is None:
         return None
@@ -152,7 +183,7 @@ class IRModule:
         functions: _FunctionsArg | None = None,
         attrs: Mapping[str, AttrValue] | None = None,
     ) -> None:
-        self._slots: dict[str, _Slot] = {}
+        self._slots: dict[str, _SlotBase] = {}
         self._attrs: FrozenAttrs = frozen_attrs(attrs or {}, _MODULE_ATTR)
         self._read_only: str | None = None
         if functions is not None:
@@ -162,7 +193,7 @@ class IRModule:
 
     # ------------------------------------------------------------ reading
 
-    def _slot(self, key: FuncKey) -> _Slot:
+    def _slot(self, key: FuncKey) -> _SlotBase:
         name = _name_of(key)
         slot = self._slots.get(name)
         if slot is None:
@@ -398,7 +429,8 @@ class IRModule:
         missing = set(names).difference(slots)
         if missing:
             raise KeyError(f"set_encoded_columns replaces functions of the module; not in it: {sorted(missing)!r}")
-        slots.update(zip(names, map(_Slot, repeat(None), data, repeat(None), digests, locations, heads), strict=True))
+        held = map(_HeldSlot, repeat(None), data, repeat(None), digests, locations, heads)
+        slots.update(zip(names, held, strict=True))
 
     def record_digests(self, names: Iterable[str], digests: Iterable[bytes]) -> None:
         """:meth:`record_digest` for many functions at once."""
@@ -501,13 +533,13 @@ class _Deferred(IRModule):
     """
 
     __slots__ = ("_pending",)
-    _pending: tuple[list[str], Callable[[str], _Slot]]
+    _pending: tuple[list[str], Callable[[str], _SlotBase]]
 
     @classmethod
     def make(
         cls,
         names: list[str],
-        slot_of: Callable[[str], _Slot],
+        slot_of: Callable[[str], _SlotBase],
         attrs: Mapping[str, AttrValue] | None,
         read_only: str | None,
     ) -> IRModule:

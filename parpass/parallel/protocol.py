@@ -50,11 +50,13 @@ class TaskError(msgspec.Struct, array_like=True):
     traceback: str
 
 
-class NewHead(msgspec.Struct, array_like=True):
+class NewHead(msgspec.Struct, array_like=True, gc=False):
     """The class and attributes of a changed function whose ones are not those it came in with.
 
     ``at`` is its place in :attr:`ChunkDone.indices`; ``kind`` is ``"Function"`` or ``"PrimFunc"``.
     The parent would otherwise have to read them from the bytes to pick the next wave's targets.
+    Untracked by the garbage collector (a wave's answers hold one per changed function whose head changed,
+    which a collection would walk): decoded data, it holds no cycle.
     """
 
     at: int
