@@ -112,6 +112,7 @@ class WaveBytes:
 
     def __init__(self, path: str, payload: bytes) -> None:
         self.path = path
+        self.payload = payload
         view = memoryview(payload)
         (size,) = _LEN.unpack_from(view, 0)
         self.header = msgspec.msgpack.decode(view[_LEN.size : _LEN.size + size], type=WaveHeader)
@@ -121,7 +122,7 @@ class WaveBytes:
         self.absent = [index for index, offset in enumerate(offsets) if offset == HELD_HERE]
         #: whether it left out functions other workers hold (a chunk that needs one runs on the whole wave)
         self.partial = HELD_ELSEWHERE in offsets
-        #: whether a chunk asked for one of those (whatever the pass then made of the error: see run_cluster_chunk)
+        #: whether a chunk asked for one of those (whatever it then made of the error: see run_cluster_chunk)
         self.missed = False
 
     def stored_bytes(self, where: int, offset: int, length: int) -> memoryview:
@@ -196,17 +197,15 @@ class _ClusterSeat:
         self.sink = _AnswerBytes()
         self.progress = _Progress()
         self.payload = b""  # the bytes of the wave the next chunk opens (a worker serves one wave at a time)
-        self.opened_with: bytes | None = None  # the payload the open wave came in
-        self.absent: list[int] = []  # the open wave's functions whose bytes it left out
+        self.opened: WaveBytes | None = None  # the wave opened last (the open one, if any)
         self.seat = worker_mod.Seat(0, self.progress, self.sink, self._open)
         self.idle_since = time.monotonic()
         threading.Thread(target=self._collect_when_idle, name="parpass-collect", daemon=True).start()
 
     def _open(self, name: str) -> WaveBytes:
         payload, self.payload = self.payload, b""
-        wave = WaveBytes(name, payload)
-        self.opened_with, self.absent = payload, wave.absent
-        return wave
+        self.opened = WaveBytes(name, payload)
+        return self.opened
 
     def ready_for(self, name: str, payload: bytes, indices: list[int]) -> bool:
         """Whether this worker can run the chunk ``indices`` of wave ``name``, whose ``payload`` the chunk
@@ -214,8 +213,13 @@ class _ClusterSeat:
         (the parent leaves out the functions it knows this worker holds, one evicted since makes the payload
         lack it, and may leave out those other workers hold). A payload other than the one the open wave
         lacks functions of (the whole wave, sent after that) opens it again."""
-        wave = self.seat.wave
-        if not (wave is not None and wave.file.path == name and (payload is self.opened_with or not self.absent)):
+        wave, opened = self.seat.wave, self.opened
+        if not (
+            wave is not None
+            and opened is not None
+            and opened.path == name
+            and (payload is opened.payload or not opened.absent)
+        ):
             self.seat.close_wave()
             self.payload = payload
             try:
@@ -223,13 +227,18 @@ class _ClusterSeat:
             except BaseException:  # serve_chunk opens it once more (with the payload _open took), and reports
                 self.payload = payload
                 return True
-            if wave.pin(self.absent):
+            if wave.pin(cast("WaveBytes", wave.file).absent):
                 self.seat.close_wave()
                 return False
         if cast("WaveBytes", wave.file).lacks(indices):
             self.seat.close_wave()
             return False
         return True
+
+    def missed(self) -> bool:
+        """Whether a chunk of the wave opened last asked for a function it left out for another worker (the
+        wave may be closed since: a chunk that fails as a whole closes it)."""
+        return self.opened is not None and self.opened.missed
 
     def _collect_when_idle(self) -> None:
         while True:
@@ -262,16 +271,12 @@ def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[by
         here.progress.wave = name
         try:
             answer = worker_mod.serve_chunk(here.seat, RunChunk(name, indices))
-            blob = here.sink.take()
-            wave = here.seat.wave
-            if wave is not None and cast("WaveBytes", wave.file).missed:
-                raise worker_mod.FunctionNotSent(-1)  # a pass caught the error itself: its answer cannot stand
-        except worker_mod.FunctionNotSent:  # a lookup of a function another worker holds
-            here.sink.take()
-            here.seat.close_wave()
-            return None
         finally:
             here.idle_since = time.monotonic()
+        blob = here.sink.take()
+        if here.missed():  # it asked for a function another worker holds: its answer cannot stand
+            here.seat.close_wave()
+            return None
     return encode(answer), blob
 
 

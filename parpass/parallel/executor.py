@@ -23,7 +23,7 @@ import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
-from operator import add, itemgetter
+from operator import add
 from typing import Any, NamedTuple, NoReturn, cast
 
 import cloudpickle
@@ -1349,10 +1349,8 @@ def _visited(
 ) -> list[int]:
     """The positions of the functions (of these ``heads``) any pass of the chain may visit; ``kinds`` is the
     chain's :func:`_visit_key`."""
-    if kinds is not None:  # every pass keeps the rule of FunctionLevelPass.visits (visited_by_default), inlined:
-        # the class test once per class, not once per function
-        ok = {kind for kind in set(map(itemgetter(0), heads)) if visited_by_default(kinds, kind, {})}
-        return [i for i, (kind, attrs) in enumerate(heads) if kind in ok and not attrs.get("SkipOptimization", False)]
+    if kinds is not None:  # every pass keeps the rule of FunctionLevelPass.visits: one test per function
+        return [i for i, (kind, attrs) in enumerate(heads) if visited_by_default(kinds, kind, attrs)]
     visits = [p.visits for p in passes]
     if len(visits) == 1:
         visit = visits[0]

@@ -84,9 +84,10 @@ _collected_at = -_COLLECT_EVERY_MOST
 
 class FunctionNotSent(BaseException):
     """A chunk needs a function whose bytes its wave left out, held by another worker (a cluster sends each
-    worker first only what it does not hold and no other worker does): the chunk is abandoned, nothing of it
-    reported, and the worker asks for the whole wave. A BaseException, so that pass code catching
-    ``Exception`` around a lookup does not take it for an answer."""
+    worker first only what it does not hold and no other worker does). Whatever the chunk then makes of it
+    (an error of a pass, or one the pass catches), its answer is dropped and it runs again on the whole
+    wave: see :func:`parpass.parallel.cluster.run_cluster_chunk`. A BaseException, so that pass code
+    catching ``Exception`` around a lookup is less likely to go on with its chunk for nothing."""
 
     def __init__(self, index: int) -> None:
         super().__init__(f"the bytes of function {index} were not sent to this worker")
@@ -492,11 +493,8 @@ def collect_frozen_garbage() -> None:
 
 
 def serve_chunk(state: Seat, message: RunChunk) -> ChunkDone | WorkerFailure:
-    """Run chunk ``message``; raises :class:`FunctionNotSent` where its wave lacks a function it needs."""
     try:
         return run_chunk(state.wave_of(message.wave), message.indices, state.progress, state.seat, state.store)
-    except FunctionNotSent:
-        raise
     except BaseException as err:  # a wave this worker cannot run at all: the parent reports it
         if state.wave is not None:
             state.wave.close()
@@ -539,13 +537,17 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: Progress, slot: int
                         progress.start(slot, index)
                         sink = recorder.sink = capture.begin()
                         try:
-                            new = _transform(p, func, names[index], view, ctx, stage, index, out)
+                            new = p.transform_one(func, names[index], view, ctx)
+                        except BaseException as err:
+                            # SystemExit and KeyboardInterrupt from pass code too: the serial run raises them
+                            # from the pass; escaping the task would look like a broken pool.
+                            out.errors.append(_task_error(stage, index, err))
+                            failed[k] = True
+                        else:
+                            if new is not func:
+                                funcs[k], changed_by[k] = new, stage
                         finally:
                             recorder.sink = None
-                        if new is None:
-                            failed[k] = True
-                        elif new is not func:
-                            funcs[k], changed_by[k] = new, stage
                         if sink:
                             out.emissions.append(StageEmissions(stage, index, sink))
                 if counts is not None:
@@ -613,29 +615,6 @@ def _results(
         blobs.append(data)
     if blobs:
         out.store, out.offsets = store.append(os.path.dirname(wave.file.path), header.store_limit, blobs)
-
-
-def _transform(
-    p: FunctionLevelPass,
-    func: BaseFunc,
-    name: str,
-    view: IRModule,
-    ctx: PassContext,
-    stage: int,
-    index: int,
-    out: ChunkDone,
-) -> BaseFunc | None:
-    """``p`` applied to ``func``; None, the error in ``out``, if it raised. Raises :class:`FunctionNotSent`
-    for a lookup of a function this worker was not sent (the chunk runs again, on the whole wave)."""
-    try:
-        return p.transform_one(func, name, view, ctx)
-    except FunctionNotSent:
-        raise
-    except BaseException as err:
-        # SystemExit and KeyboardInterrupt from pass code too: the serial run raises them from the pass;
-        # escaping the task would look like a broken pool.
-        out.errors.append(_task_error(stage, index, err))
-        return None
 
 
 def _inputs(
