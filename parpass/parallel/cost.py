@@ -285,10 +285,16 @@ class CostModel:
         self, chain: Sequence[str], nbytes: int, workers: int, inline_below: float, encoded: int = 0, unencoded: int = 0
     ) -> bool:
         """The automatic decision: workers only when they are expected to win (see :meth:`estimates`)."""
+        key = tuple(chain)
+        if inline_below < 0:
+            with self._lock:
+                rate = self._inline.get(key) or self._worker.get(key) or self._rough.get(key)
+            # below any parallel time (at least the overhead) by more than a retry's margin: nothing else counts
+            if rate is not None and _RETRY_MARGIN * (rate * nbytes + self.decode_rate * encoded) <= self.overhead:
+                return self._decodes_here(encoded)
         inline, parallel = self.estimates(chain, nbytes, workers, encoded, unencoded)
         if inline_below >= 0:
             return inline >= inline_below
-        key = tuple(chain)
         with self._lock:
             # measured in workers, and here only roughly if at all: where those workers are other machines
             # (or share this one with a cluster's scheduler), a rough measure does not settle the cost here

@@ -80,6 +80,9 @@ _OWNERS_PER_FUNCTION = 4
 _VISITED_KEPT = 16
 #: Function sizes the executor remembers by name (see ParallelExecutor._sizes) before it starts afresh.
 _SIZES_KEPT = 1 << 20
+#: What an in-process run of 'auto' learns its cost into: the cost model, the chain's bytes, and whether
+#: they are mostly guessed (see CostModel.record_rough).
+_Learning = tuple[CostModel, int, bool]
 #: A function's class and attributes (see IRModule.kind_and_attrs).
 _Head = tuple[type[BaseFunc], Mapping[str, AttrValue]]
 #: Smallest size a worker's result store reaches before it starts a new one (see parpass.parallel.store).
@@ -245,7 +248,6 @@ class ParallelExecutor:
             table = self._targets(passes, mod)
         if not table.indices:
             return self._run_inline(passes, mod, ctx, observer, names, "no target functions")
-        targets = list(map(table.names.__getitem__, table.indices))
         # With parpass.strict a pass that cannot be pickled fails wherever it would run; else the chain is
         # pickled only once it may go to the workers.
         pickled = self._pack(passes, names, cfg) if cfg.strict else None
@@ -262,7 +264,9 @@ class ParallelExecutor:
                 names, estimate, cfg.num_workers, cfg.inline_below, encoded, unencoded
             ):
                 reason = "estimated faster in-process"
-                return self._run_inline(passes, mod, ctx, observer, names, reason, estimate, targets, rough)
+                # the targets held as bytes are decoded (and timed) first
+                pending = list(map(table.names.__getitem__, table.indices)) if encoded else ()
+                return self._run_inline(passes, mod, ctx, observer, names, reason, (cost, estimate, rough), pending)
         probing = auto and (not known or not backend_mod.backend_for(cfg.scheduler).ready(cfg.num_workers))
         if pickled is None and not probing:  # a probe pickles the chain only if it moves it to the workers
             pickled = self._pack(passes, names, cfg)
@@ -388,7 +392,7 @@ class ParallelExecutor:
         record(names[:1], probe.timing.wall - probe.decode_seconds, int(done))
         if shipped:
             return probe
-        return self._finish_in_process(passes, names, mod, ctx, observer, probe, asked)
+        return self._finish_in_process(passes, names, mod, ctx, observer, probe, asked, (cost, estimate, rough))
 
     def _move_now(
         self, probe: _Probe, passes: Sequence[FunctionLevelPass], names: tuple[str, ...], cfg: ParallelConfig
@@ -411,9 +415,13 @@ class ParallelExecutor:
         observer: ChainObserver | None,
         probe: _Probe,
         asked: bool,
+        learn: _Learning,
     ) -> IRModule:
         """After the first pass of the chain ran here on every function (``probe``): its result, and the rest
-        of the chain run (in the workers if they were ``asked`` for and it pays, else here)."""
+        of the chain run (in the workers if they were ``asked`` for and it pays, else here).
+
+        A chain that ran here whole is learned whole (into ``learn``): run again, it is decided at once
+        instead of probed again."""
         if observer is not None:
             observer.after_stage(0, probe.timing)
         out = mod.copy()
@@ -430,7 +438,10 @@ class ParallelExecutor:
             return self._run_chain(passes[1:], out, ctx, rest)
         began = time.perf_counter()
         out = self._run_inline(passes[1:], out, ctx, rest, names[1:], "after the first pass ran in-process")
-        self._inline_seconds += time.perf_counter() - began
+        seconds = time.perf_counter() - began
+        self._inline_seconds += seconds
+        cost, nbytes, rough = learn
+        (cost.record_rough if rough else cost.record_inline)(names, wall - probe.decode_seconds + seconds, nbytes)
         return out
 
     def _worth_moving(
@@ -505,12 +516,10 @@ class ParallelExecutor:
         observer: ChainObserver | None,
         names: tuple[str, ...],
         reason: str,
-        nbytes: int = 0,
+        learn: _Learning | None = None,
         targets: Sequence[str] = (),
-        rough: bool = False,
     ) -> IRModule:
-        """Run the chain in this process; with ``nbytes`` (a decision of 'auto'), learn what it cost (as a
-        rough measure if ``nbytes`` is mostly guessed: see :meth:`CostModel.record_rough`).
+        """Run the chain in this process; with ``learn`` (a decision of 'auto'), learn what it cost.
 
         The functions among ``targets`` still held as bytes (results of an earlier
         wave in workers) are decoded first and timed on their own, so that the
@@ -527,8 +536,9 @@ class ParallelExecutor:
         decoded = time.perf_counter()
         result = self.inline.run(passes, mod, ctx, observer)
         end = time.perf_counter()
-        if nbytes and not backend_mod.in_worker():
-            cost = self.cost_of(ParallelConfig.of(ctx).scheduler)
+        nbytes = 0 if learn is None else learn[1]
+        if learn is not None and not backend_mod.in_worker():
+            cost, _, rough = learn
             if pending:
                 cost.record_decode(decoded - start, sum(mod.cached_size(name) or 0 for name in pending))
             (cost.record_rough if rough else cost.record_inline)(names, end - decoded, nbytes)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from parallel_support import leftovers, module_bytes, parallel_ctx
-from ptest_passes import chatty, count_bindings, keep_even, waits_a_little
+from ptest_passes import chatty, count_bindings, keep_even, rebuild, waits_a_little
 
 import parpass.parallel.cost as cost_mod
 from parpass.ir import IRModule, to_bytes
@@ -683,6 +683,36 @@ def test_auto_keeps_a_small_module_in_process(history) -> None:  # type: ignore[
     assert not history[-1].parallel and history[-1].reason == "estimated faster in-process"  # learned
     with parallel_ctx(1):
         assert module_bytes(out) == module_bytes(count_bindings(small))
+
+
+def test_a_chain_that_ran_here_whole_after_its_probe_is_decided_at_once_the_next_time(history) -> None:  # type: ignore[no-untyped-def]
+    """A chain probed (its first pass here, function by function) and kept here whole is learned whole: run
+    again, it is decided before anything runs, not probed again at a few checks a function."""
+    small = random_module(num_functions=6, num_prim_funcs=0, size=4, seed=1)
+    chain = Sequential([count_bindings, rebuild])
+    with PassContext(config={"parpass.num_workers": 2}):
+        out = chain(small)
+    assert [(w.passes, w.reason) for w in history] == [
+        (("CountBindings",), "ran in-process (too little work to move)"),
+        (("Rebuild",), "after the first pass ran in-process"),
+    ]
+    history.clear()
+    with PassContext(config={"parpass.num_workers": 2}):
+        again = chain(small)
+    assert [(w.passes, w.reason) for w in history] == [(("CountBindings", "Rebuild"), "estimated faster in-process")]
+    assert module_bytes(again) == module_bytes(out)
+
+
+def test_a_chain_far_below_any_parallel_time_stays_here_and_decodes_what_it_must() -> None:
+    """Work here under half the least a parallel wave costs (its overhead) is kept here, however it was
+    measured; bytes an earlier wave left are then decoded here, which closes the postponing account."""
+    for record in ("record_inline", "record_rough", "record_workers"):
+        model = CostModel()
+        getattr(model, record)(["P"], 0.001, 1_000_000)  # 1 ns a byte
+        assert not model.should_parallelize(["P"], 100_000, 2, -1.0, encoded=0)
+        assert model._decoded_later == 0.0
+        assert not model.should_parallelize(["P"], 100_000, 2, -1.0, encoded=50_000)
+        assert model._decoded_later == cost_mod._ALPHA  # bought: the next wave that leaves bytes weighs them
 
 
 _SMALL_RUN = """
