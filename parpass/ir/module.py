@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from itertools import repeat
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import msgspec
 
@@ -126,6 +126,22 @@ class _HeldSlot(msgspec.Struct, _SlotBase, gc=False):
     digest: Any = None
     location: Any = None
     head: Any = None
+
+
+class ModuleColumns(NamedTuple):
+    """A module's functions as columns, in module order (see :meth:`IRModule.columns`)."""
+
+    names: list[str]
+    #: ``(class, attributes)`` (see :meth:`IRModule.kind_and_attrs`)
+    heads: list[_Head]
+    #: the encoded size where the module holds the bytes, else None (see :meth:`IRModule.cached_size`)
+    sizes: list[int | None]
+    #: whether it is held decoded (see :meth:`IRModule.is_decoded`)
+    decoded: list[bool]
+    #: the content digest of its bytes, where someone recorded it (see :meth:`IRModule.record_digest`)
+    digests: list[bytes | None]
+    #: where an executor keeps a copy of its bytes (see :meth:`IRModule.record_location`)
+    locations: list[object]
 
 
 def _known_head(slot: _SlotBase | None) -> _Head | None:
@@ -385,6 +401,22 @@ class IRModule:
         encoded now; a view is not copied). Raises what encoding raises.
         """
         return [(name, slot.buffer(), slot.digest, slot.location) for name, slot in self._slots.items()]
+
+    def columns(self) -> ModuleColumns:
+        """Every function's name, head, held size, whether it is held decoded, digest and location, in module
+        order (see :class:`ModuleColumns`), read in one pass over the module: what an executor reads once per
+        wave. Nothing is encoded or decoded (a head may be read from the bytes)."""
+        slots = list(self._slots.values())
+        heads = [slot.head or slot.kind_and_attrs() for slot in slots]
+        held = [slot.data for slot in slots]
+        return ModuleColumns(
+            list(self._slots),
+            heads,
+            [None if data is None else len(data) for data in held],
+            [slot.func is not None for slot in slots],
+            [slot.digest for slot in slots],
+            [slot.location for slot in slots],
+        )
 
     def head_columns(self) -> tuple[list[str], list[_Head]]:
         """Every function's name, and its ``(class, attributes)`` (see :meth:`kind_and_attrs`), in module order.

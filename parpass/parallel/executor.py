@@ -40,7 +40,7 @@ from parpass.errors import (
     add_note,
 )
 from parpass.instrument.base import may_veto
-from parpass.ir.module import IRModule
+from parpass.ir.module import IRModule, ModuleColumns
 from parpass.ir.node import AttrValue, BaseFunc
 from parpass.ir.relax import Function
 from parpass.ir.serialization import encode_function, node_problem
@@ -310,7 +310,8 @@ class ParallelExecutor:
         last wave that had the same heads (a pipeline's next pass of the same kind, mostly).
         """
         t0, cpu = time.perf_counter(), time.thread_time()
-        names, heads = mod.head_columns()
+        columns = mod.columns()
+        heads = columns.heads
         key = _visit_key(passes)
         known = self._visited.get(key) if key is not None else None
         # equal heads, most of them the same objects (a wave's results keep the heads they came in with)
@@ -319,7 +320,7 @@ class ParallelExecutor:
             if len(self._visited) >= _VISITED_KEPT:
                 self._visited.clear()
             self._visited[key] = (heads, indices)  # these heads: the next wave's are these very objects
-        return _Table(names, heads, indices, time.perf_counter() - t0, cpu)
+        return _Table(columns, indices, time.perf_counter() - t0, cpu)
 
     def _probe(
         self,
@@ -485,8 +486,7 @@ class ParallelExecutor:
         of a function of that name, else the average of the last wave), the size of those held only as bytes,
         which an in-process run must decode first, of those held only decoded, which a parallel run must
         encode first (and its workers decode), and of those guessed (the average: never seen encoded)."""
-        sizes, decoded = mod.held_columns()
-        names = table.names
+        names, _, sizes, decoded, _, _ = table.columns
         seen = self._sizes
         if len(seen) > _SIZES_KEPT:
             seen.clear()
@@ -1052,20 +1052,27 @@ class _WaveInput(msgspec.Struct, frozen=True, dict=False):
 
 
 class _Table(NamedTuple):
-    """A module's functions as a chain's wave picks its targets: their names and heads (see
-    :meth:`IRModule.head_columns`), the targets' positions, and the seconds it took to read."""
+    """A module's functions as a chain's wave reads them, once (see :meth:`IRModule.columns`), the positions
+    of its targets, and the seconds it took to read."""
 
-    names: list[str]
-    heads: list[_Head]
+    columns: ModuleColumns
     indices: list[int]
     seconds: float
     #: this thread's CPU time (time.thread_time) when the wave began: what the parent's work is counted from
     cpu_start: float
 
+    @property
+    def names(self) -> list[str]:
+        return self.columns.names
+
+    @property
+    def heads(self) -> list[_Head]:
+        return self.columns.heads
+
 
 class _Shipped(NamedTuple):
     """What a wave ships, read from the module in columns (module order): every function's name, head,
-    digest and location (see :meth:`IRModule.encoded_columns`); the targets' positions and encoded sizes,
+    digest and location (see :meth:`IRModule.columns`); the targets' positions and encoded sizes,
     every function's encoded size summed, and the seconds it took to read (targets included). The bytes
     themselves are read from the module only for the functions that lie in no store of the crew."""
 
@@ -1318,19 +1325,19 @@ def _shipped(mod: IRModule, names: tuple[str, ...], table: _Table, unencoded: in
     """What a wave of the chain ``names`` on the targets of ``table`` ships, read from ``mod`` (encoding what
     is held decoded: ``unencoded`` bytes, as estimated)."""
     t0 = time.perf_counter()
-    try:
-        every, digests, locations = mod.encoded_columns()
-    except (OverflowError, UnicodeEncodeError, TypeError):
-        for name in table.names:  # find the function and say what in it
-            _encoded(mod, name, names)
-        raise
+    columns = table.columns
+    held = columns.sizes
+    every = cast("list[int]", held)
+    if None in held:  # held only decoded: encoded now (the module then holds the bytes)
+        pairs = zip(columns.names, held, strict=True)
+        every = [len(_encoded(mod, name, names)) if size is None else size for name, size in pairs]
     sizes = list(map(every.__getitem__, table.indices))
     read = time.perf_counter() - t0
     return _Shipped(
-        table.names,
-        table.heads,
-        digests,
-        locations,
+        columns.names,
+        columns.heads,
+        columns.digests,
+        columns.locations,
         table.indices,
         sizes,
         sum(every),

@@ -108,6 +108,26 @@ def test_held_columns_say_what_cached_size_and_is_decoded_say() -> None:
     assert decoded == [lazy.is_decoded(name) for name in names] == [False, True, True, False]
 
 
+def test_the_columns_a_wave_reads_say_what_each_function_s_accessors_say_and_encode_nothing() -> None:
+    from parpass.ir.serialization import from_bytes, to_bytes
+
+    lazy = from_bytes(to_bytes(random_module(num_functions=3, num_prim_funcs=1, size=4, seed=2)), validate=False)
+    assert isinstance(lazy, IRModule)
+    names = lazy.names()
+    lazy[names[1]]  # decoded, bytes kept
+    lazy[names[2]] = lazy[names[2]].with_attr("k", 1)  # decoded only
+    lazy.record_digest(names[0], b"d" * 16)
+    lazy.record_location(names[3], ("store", 8, lazy.cached_size(names[3])))
+    columns = lazy.columns()
+    assert columns.names == names
+    assert columns.heads == [lazy.kind_and_attrs(name) for name in names]
+    assert columns.heads[2][1]["k"] == 1
+    assert (columns.sizes, columns.decoded) == lazy.held_columns() and columns.sizes[2] is None
+    assert columns.digests == [b"d" * 16, None, None, None]
+    assert columns.locations == [None, None, None, ("store", 8, lazy.cached_size(names[3]))]
+    assert lazy.cached_size(names[2]) is None and not lazy.is_decoded(names[0])  # nothing encoded nor decoded
+
+
 def test_a_wave_taken_up_from_an_in_process_start_keeps_the_heads_of_its_bytes(  # type: ignore[no-untyped-def]
     monkeypatch: pytest.MonkeyPatch, history
 ) -> None:
