@@ -18,8 +18,12 @@ wave over its chunks). Then the cluster in the default ``auto`` mode against
 in-process, after one run of each (``auto`` has learned the cluster's costs):
 the heavy pass, the pipeline fused, and the pipeline pass by pass (an
 instrument that reads the module between passes), each >= 0.95x (``auto``
-must never make a run slower). Exit status 1 if any output differs from
-in-process.
+must never make a run slower). Last, what Dask's sampling profiler costs the
+workers (it samples a running task's whole stack every 10 ms; on by default):
+the heavy pass on the cluster with the workers' ``profile`` and
+``profile-cycle`` callbacks stopped and running, in alternate rounds (the
+README recommends ``distributed.worker.profile.enabled = False`` on workers
+that run parpass). Exit status 1 if any output differs from in-process.
 
     python benchmarks/bench_cluster.py [--functions 2000] [--workers 2] [--repeat 5]
 """
@@ -157,6 +161,7 @@ def run(args: argparse.Namespace, address: str) -> int:
             f"{remote:6.2f}x {statistics.median(s['cluster']) * 1e3:6.0f}ms {share:13.1%}{target}"
         )
     identical &= auto_cases(cases, address, args.repeat)
+    identical &= profiler_cost(schedule_search, heavy_mod, ways, address, args.repeat)
     print(f"machine headroom after: {machine_headroom(args.workers):.2f}x")
     if not identical:
         print("OUTPUT DIFFERS from the in-process run", file=sys.stderr)
@@ -190,6 +195,51 @@ def auto_cases(cases: dict[str, tuple[Pass, IRModule]], address: str, repeat: in
             f"auto {statistics.median(s['auto']) * 1e3:6.0f}ms: {ratio:.2f}x {mark}"
         )
     return identical
+
+
+#: The workers' periodic callbacks of Dask's sampling profiler (distributed.worker.profile.*).
+PROFILER_CALLBACKS = ("profile", "profile-cycle")
+
+
+def _set_profiler(dask_worker: Any, on: bool) -> bool:
+    """On a cluster worker (through ``Client.run``): start or stop its sampling profiler's callbacks; whether it
+    has them."""
+    found = [dask_worker.periodic_callbacks.get(name) for name in PROFILER_CALLBACKS]
+    for callback in found:
+        if callback is not None:
+            (callback.start if on else callback.stop)()
+    return all(callback is not None for callback in found)
+
+
+def profiler_cost(
+    pass_: Pass, mod: IRModule, ways: dict[str, Callable[[], PassContext]], address: str, repeat: int
+) -> bool:
+    """The heavy pass on the cluster with its workers' sampling profiler stopped and running, alternate rounds
+    after one of each (the profiler is left running, Dask's default); whether every output is the same."""
+    client = cluster.backend_at(address).client
+    samples: dict[bool, list[float]] = {False: [], True: []}
+    digests = set()
+    try:
+        for round_ in range(repeat + 1):
+            for on in (False, True):
+                if not all(client.run(_set_profiler, on=on).values()):
+                    print("Dask's worker profiler: not running on the cluster's workers (nothing to compare)")
+                    return True
+                with ways["cluster"]():
+                    start = time.perf_counter()
+                    out = pass_(mod)
+                    elapsed = time.perf_counter() - start
+                if round_:
+                    samples[on].append(elapsed)
+                digests.add(module_digest(out))
+    finally:
+        client.run(_set_profiler, on=True)
+    off, on = statistics.median(samples[False]), statistics.median(samples[True])
+    print(
+        f"Dask's worker profiler (heavy pass on the cluster, alternate rounds): off {off * 1e3:.0f}ms, "
+        f"on {on * 1e3:.0f}ms (its default): it costs {on / off - 1:.1%}"
+    )
+    return len(digests) == 1
 
 
 if __name__ == "__main__":

@@ -78,6 +78,7 @@ def test_bench_cluster_compares_the_backends_on_a_local_cluster() -> None:
     auto = out[out.index("auto on the cluster against in-process") :].splitlines()[1:4]
     assert [line.split()[0] for line in auto] == ["heavy", "default", "pipeline,"]
     assert all(line.endswith((" ok", " MISS")) for line in auto)
+    assert "Dask's worker profiler (heavy pass on the cluster, alternate rounds): off " in out
 
 
 def test_bench_scaling_prints_a_row_per_worker_count_it_can_run() -> None:
