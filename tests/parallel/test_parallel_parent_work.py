@@ -95,7 +95,8 @@ def test_what_a_merge_sets_is_left_out_of_the_collector_s_walks_and_behaves_as_a
     assert all(isinstance(merged.encoded_function(name), bytes) for name in names)  # its own bytes from now on
 
 
-def test_held_columns_say_what_cached_size_and_is_decoded_say() -> None:
+def _held_three_ways() -> IRModule:
+    """Four functions: held as bytes only, decoded with its bytes, decoded only (an attribute set), bytes only."""
     from parpass.ir.serialization import from_bytes, to_bytes
 
     lazy = from_bytes(to_bytes(random_module(num_functions=3, num_prim_funcs=1, size=4, seed=2)), validate=False)
@@ -103,19 +104,20 @@ def test_held_columns_say_what_cached_size_and_is_decoded_say() -> None:
     names = lazy.names()
     lazy[names[1]]  # decoded, bytes kept
     lazy[names[2]] = lazy[names[2]].with_attr("k", 1)  # decoded only
+    return lazy
+
+
+def test_held_columns_say_what_cached_size_and_is_decoded_say() -> None:
+    lazy = _held_three_ways()
+    names = lazy.names()
     sizes, decoded = lazy.held_columns()
     assert sizes == [lazy.cached_size(name) for name in names] and sizes[2] is None and None not in sizes[:2]
     assert decoded == [lazy.is_decoded(name) for name in names] == [False, True, True, False]
 
 
 def test_the_columns_a_wave_reads_say_what_each_function_s_accessors_say_and_encode_nothing() -> None:
-    from parpass.ir.serialization import from_bytes, to_bytes
-
-    lazy = from_bytes(to_bytes(random_module(num_functions=3, num_prim_funcs=1, size=4, seed=2)), validate=False)
-    assert isinstance(lazy, IRModule)
+    lazy = _held_three_ways()
     names = lazy.names()
-    lazy[names[1]]  # decoded, bytes kept
-    lazy[names[2]] = lazy[names[2]].with_attr("k", 1)  # decoded only
     lazy.record_digest(names[0], b"d" * 16)
     lazy.record_location(names[3], ("store", 8, lazy.cached_size(names[3])))
     columns = lazy.columns()
