@@ -714,8 +714,7 @@ class ParallelExecutor:
                 self._reads_others.add(names)
             cost.record_latency(run.latencies)
             run.stolen = dispatcher.stolen
-            _map_results(crew, run)
-            _note_owners(crew, run, wave.digests)
+            _prune_owners(crew, run, wave.digests)
             return run
         except CrewLost as lost:
             self._fail_lost(crew, lost, names, wave.names, mod, ctx, passes, cfg)
@@ -764,8 +763,11 @@ class ParallelExecutor:
             add_note(error, "parpass: remote traceback (worker process):\n" + answer.traceback.rstrip())
             self._fail_crash(error, names, [], [], mod, ctx, passes, cfg)
         assert isinstance(answer, ChunkDone) and answer.wave == wave_path
-        run.answers.append((seat, answer))
         run.answered(seat, answer.seconds)
+        # its results mapped and their holder noted now, while the workers still run: not after the last answer
+        run.answers.append((seat, answer))
+        run.views.append(_mapped(crew, seat, answer))
+        _note_owners(crew, seat, answer)
 
     def _check_timeout(
         self,
@@ -1222,31 +1224,29 @@ def _flat(locations: list[tuple[str, int, int] | None], stores: Mapping[str, obj
     return flat if stores.keys() >= set(flat[0::3]) else None
 
 
-def _map_results(crew: CrewLike, run: _Run) -> None:
-    """The new bytes of every answer of ``run`` into ``run.views``, as views of the stores the workers wrote
-    them to: each store mapped once, once every answer is in (the files outlive a worker that dies)."""
-    ends: dict[str, int] = {}
-    readers = {}
-    for seat, answer in run.answers:
-        if answer.indices:
-            readers[answer.store] = crew.store(seat, answer.store)  # in answer order: a store left is retired
-            ends[answer.store] = max(ends.get(answer.store, 0), max(map(add, answer.offsets, answer.lengths)))
-    stored = {path: readers[path].view(0, end) for path, end in ends.items()}
-    run.views = [
-        [stored[answer.store][start : start + size] for start, size in zip(answer.offsets, answer.lengths, strict=True)]
-        for _, answer in run.answers
-    ]
+def _mapped(crew: CrewLike, seat: int, answer: ChunkDone) -> list[memoryview]:
+    """The new bytes of each function ``answer`` changed, as views of the store its worker wrote them to
+    (mapped again only where it grew since; the file outlives a worker that dies)."""
+    if not answer.indices:
+        return []
+    reader = crew.store(seat, answer.store)  # in answer order: a store the seat left is retired
+    stored = reader.view(0, max(map(add, answer.offsets, answer.lengths)))
+    return [stored[start : start + size] for start, size in zip(answer.offsets, answer.lengths, strict=True)]
 
 
-def _note_owners(crew: CrewLike, run: _Run, digests: list[bytes | None]) -> None:
-    """Remember which seat holds each function of ``run``'s answers, for the next wave's affinity; past
-    the bound (see :data:`_OWNERS_MIN`), forget the digests of functions neither in the wave (``digests``,
-    None where the parent did not know it) nor in its answers (changed or not)."""
+def _note_owners(crew: CrewLike, seat: int, answer: ChunkDone) -> None:
+    """Remember that ``seat`` holds the functions of ``answer`` (changed, unchanged, and the inputs it digested),
+    for the next wave's affinity."""
     owners = crew.owners
-    for seat, answer in run.answers:
-        owners.update(zip(answer.digests, repeat(seat)))
-        owners.update(zip(answer.same_digests, repeat(seat)))
-        owners.update(zip(answer.learned_digests, repeat(seat)))  # the inputs it digested: resident there too
+    owners.update(zip(answer.digests, repeat(seat)))
+    owners.update(zip(answer.same_digests, repeat(seat)))
+    owners.update(zip(answer.learned_digests, repeat(seat)))  # the inputs it digested: resident there too
+
+
+def _prune_owners(crew: CrewLike, run: _Run, digests: list[bytes | None]) -> None:
+    """Past the bound (see :data:`_OWNERS_MIN`), forget which seat holds the functions neither in the wave
+    (``digests``, None where the parent did not know it) nor in its answers (changed or not)."""
+    owners = crew.owners
     if len(owners) > max(_OWNERS_MIN, _OWNERS_PER_FUNCTION * len(digests)):
         holder = cast("dict[bytes | None, int]", owners).get
         answers = [answer for _, answer in run.answers]
