@@ -144,6 +144,12 @@ class ModuleColumns(NamedTuple):
     locations: list[object]
 
 
+def _held_columns(slots: list[_SlotBase]) -> tuple[list[int | None], list[bool]]:
+    """Each slot's encoded size if it holds the bytes (else None), and whether it holds the function decoded."""
+    held = [slot.data for slot in slots]
+    return [None if data is None else len(data) for data in held], [slot.func is not None for slot in slots]
+
+
 def _known_head(slot: _SlotBase | None) -> _Head | None:
     """The class and attributes ``slot`` holds without reading its bytes (None if it holds none)."""
     if slot is None:
@@ -407,15 +413,9 @@ class IRModule:
         order (see :class:`ModuleColumns`), read in one pass over the module: what an executor reads once per
         wave. Nothing is encoded or decoded (a head may be read from the bytes)."""
         slots = list(self._slots.values())
-        heads = [slot.head or slot.kind_and_attrs() for slot in slots]
-        held = [slot.data for slot in slots]
+        names, heads = self.head_columns()
         return ModuleColumns(
-            list(self._slots),
-            heads,
-            [None if data is None else len(data) for data in held],
-            [slot.func is not None for slot in slots],
-            [slot.digest for slot in slots],
-            [slot.location for slot in slots],
+            names, heads, *_held_columns(slots), [slot.digest for slot in slots], [slot.location for slot in slots]
         )
 
     def head_columns(self) -> tuple[list[str], list[_Head]]:
@@ -438,10 +438,7 @@ class IRModule:
         """Every function's encoded size if the module holds its bytes (else None), and whether it is held
         decoded, in module order: :meth:`cached_size` and :meth:`is_decoded` for all at once (nothing is
         encoded or decoded)."""
-        slots = self._slots.values()
-        return [None if slot.data is None else len(slot.data) for slot in slots], [
-            slot.func is not None for slot in slots
-        ]
+        return _held_columns(list(self._slots.values()))
 
     def set_encoded_columns(
         self,

@@ -129,7 +129,7 @@ class WaveBytes:
         return self._data[offset : offset + length]
 
     def lacks(self, indices: list[int]) -> bool:
-        """Whether any of functions ``indices`` was left out for another worker holds it."""
+        """Whether any of functions ``indices`` was left out because another worker holds it."""
         offsets = self.header.offsets
         return self.partial and any(offsets[index] == HELD_ELSEWHERE for index in indices)
 

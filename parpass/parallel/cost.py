@@ -258,6 +258,12 @@ class CostModel:
         with self._lock:
             return key in self._inline or key in self._worker or key in self._rough
 
+    def _rate_here(self, key: tuple[str, ...]) -> float | None:
+        """Seconds per byte of IR of the chain in this process: measured here, else in the workers, else
+        roughly here; None if not measured at all."""
+        with self._lock:
+            return self._inline.get(key) or self._worker.get(key) or self._rough.get(key)
+
     def estimates(
         self, chain: Sequence[str], nbytes: int, workers: int, encoded: int = 0, unencoded: int = 0
     ) -> tuple[float, float]:
@@ -267,14 +273,9 @@ class CostModel:
         ``unencoded`` bytes are functions held only decoded: in workers, they are encoded here and decoded there.
         """
         key = tuple(chain)
+        inline_rate = self._rate_here(key) or DEFAULT_RATE * len(key)
         with self._lock:
-            inline_rate = self._inline.get(key)
-            worker_rate = self._worker.get(key)
-            rough = self._rough.get(key)
-        if inline_rate is None:
-            inline_rate = worker_rate or rough or DEFAULT_RATE * len(key)
-        if worker_rate is None:
-            worker_rate = inline_rate
+            worker_rate = self._worker.get(key) or inline_rate
         parallel = self.measured_parallel(key, nbytes, workers)
         if parallel is None:
             parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / max(workers, 1)
@@ -286,12 +287,10 @@ class CostModel:
     ) -> bool:
         """The automatic decision: workers only when they are expected to win (see :meth:`estimates`)."""
         key = tuple(chain)
-        if inline_below < 0:
-            with self._lock:
-                rate = self._inline.get(key) or self._worker.get(key) or self._rough.get(key)
-            # below any parallel time (at least the overhead) by more than a retry's margin: nothing else counts
-            if rate is not None and _RETRY_MARGIN * (rate * nbytes + self.decode_rate * encoded) <= self.overhead:
-                return self._decodes_here(encoded)
+        rate = self._rate_here(key)
+        # below any parallel time (at least the overhead) by more than a retry's margin: nothing else counts
+        if inline_below < 0 and rate and _RETRY_MARGIN * (rate * nbytes + self.decode_rate * encoded) <= self.overhead:
+            return self._decodes_here(encoded)
         inline, parallel = self.estimates(chain, nbytes, workers, encoded, unencoded)
         if inline_below >= 0:
             return inline >= inline_below

@@ -256,7 +256,7 @@ class ParallelExecutor:
         unencoded = 0
         if auto:
             # Decide on the amount of IR without encoding anything just to measure it.
-            estimate, encoded, unencoded, guessed = self._estimated_bytes(mod, table)
+            estimate, encoded, unencoded, guessed = self._estimated_bytes(table)
             rough = 2 * guessed > estimate  # mostly sizes never seen: a rate learned on them is a rough one
             cost = self.cost_of(cfg.scheduler)
             known = cost.knows(names)
@@ -481,7 +481,7 @@ class ParallelExecutor:
             parallel = cost.overhead + shipped + _WORKER_FACTOR * inline / cfg.num_workers
         return inline, parallel
 
-    def _estimated_bytes(self, mod: IRModule, table: _Table) -> tuple[int, int, int, int]:
+    def _estimated_bytes(self, table: _Table) -> tuple[int, int, int, int]:
         """Encoded size of the table's targets (the held bytes where there are some, else the size last seen
         of a function of that name, else the average of the last wave), the size of those held only as bytes,
         which an in-process run must decode first, of those held only decoded, which a parallel run must
@@ -536,12 +536,13 @@ class ParallelExecutor:
         decoded = time.perf_counter()
         result = self.inline.run(passes, mod, ctx, observer)
         end = time.perf_counter()
-        nbytes = 0 if learn is None else learn[1]
-        if learn is not None and not backend_mod.in_worker():
-            cost, _, rough = learn
-            if pending:
-                cost.record_decode(decoded - start, sum(mod.cached_size(name) or 0 for name in pending))
-            (cost.record_rough if rough else cost.record_inline)(names, end - decoded, nbytes)
+        nbytes = 0
+        if learn is not None:
+            cost, nbytes, rough = learn
+            if not backend_mod.in_worker():
+                if pending:
+                    cost.record_decode(decoded - start, sum(mod.cached_size(name) or 0 for name in pending))
+                (cost.record_rough if rough else cost.record_inline)(names, end - decoded, nbytes)
         wall = end - start
         self._remember(WaveStats(names, False, reason, nbytes=nbytes, wall=wall, parent_seconds=wall))
         return result
@@ -1073,24 +1074,43 @@ class _Table(NamedTuple):
 
 
 class _Shipped(NamedTuple):
-    """What a wave ships, read from the module in columns (module order): every function's name, head,
-    digest and location (see :meth:`IRModule.columns`); the targets' positions and encoded sizes,
-    every function's encoded size summed, and the seconds it took to read (targets included). The bytes
-    themselves are read from the module only for the functions that lie in no store of the crew."""
+    """What a wave ships: the module as the wave read it (``table``: every function's name, head, digest and
+    location, the targets' positions), the targets' encoded sizes, every function's encoded size summed,
+    and the seconds it took to read (the table's included). The bytes themselves are read from the module
+    only for the functions that lie in no store of the crew."""
 
-    names: list[str]
-    heads: list[_Head]
-    digests: list[bytes | None]
-    locations: list[object]
-    indices: list[int]
+    table: _Table
     sizes: list[int]
     total: int
     seconds: float
-    #: of ``seconds``, reading the columns: mostly encoding the ``unencoded`` bytes held only decoded
+    #: of ``seconds``, reading the sizes: mostly encoding the ``unencoded`` bytes held only decoded
     encode_seconds: float
     unencoded: int
-    #: see :attr:`_Table.cpu_start`
-    cpu_start: float
+
+    @property
+    def names(self) -> list[str]:
+        return self.table.columns.names
+
+    @property
+    def heads(self) -> list[_Head]:
+        return self.table.columns.heads
+
+    @property
+    def digests(self) -> list[bytes | None]:
+        return self.table.columns.digests
+
+    @property
+    def locations(self) -> list[object]:
+        return self.table.columns.locations
+
+    @property
+    def indices(self) -> list[int]:
+        return self.table.indices
+
+    @property
+    def cpu_start(self) -> float:
+        """See :attr:`_Table.cpu_start`."""
+        return self.table.cpu_start
 
 
 class _Probe:
@@ -1333,19 +1353,7 @@ def _shipped(mod: IRModule, names: tuple[str, ...], table: _Table, unencoded: in
         every = [len(_encoded(mod, name, names)) if size is None else size for name, size in pairs]
     sizes = list(map(every.__getitem__, table.indices))
     read = time.perf_counter() - t0
-    return _Shipped(
-        columns.names,
-        columns.heads,
-        columns.digests,
-        columns.locations,
-        table.indices,
-        sizes,
-        sum(every),
-        table.seconds + read,
-        read,
-        unencoded,
-        table.cpu_start,
-    )
+    return _Shipped(table, sizes, sum(every), table.seconds + read, read, unencoded)
 
 
 def _encoded(mod: IRModule, name: str, names: tuple[str, ...]) -> bytes | memoryview:

@@ -616,12 +616,12 @@ def test_a_function_held_only_decoded_is_sized_as_it_was_last_seen_encoded() -> 
     assert isinstance(held, IRModule)
     table = executor._targets([count_bindings], held)
     real = sum(held.cached_size(held.names()[i]) or 0 for i in table.indices)
-    assert executor._estimated_bytes(held, table) == (real, real, 0, 0)  # all held as bytes only
+    assert executor._estimated_bytes(table) == (real, real, 0, 0)  # all held as bytes only
     fresh = random_module(num_functions=30, num_prim_funcs=30, size=8, seed=4)  # the same, only decoded
     table = executor._targets([count_bindings], fresh)
-    assert executor._estimated_bytes(fresh, table) == (real, 0, real, 0)  # sized as last seen, nothing guessed
+    assert executor._estimated_bytes(table) == (real, 0, real, 0)  # sized as last seen, nothing guessed
     executor.forget()
-    total, _, unencoded, guessed = executor._estimated_bytes(fresh, table)
+    total, _, unencoded, guessed = executor._estimated_bytes(table)
     assert guessed == unencoded == total == 2000 * len(table.indices)  # never seen: the average, a guess
 
 
