@@ -344,9 +344,10 @@ class ParallelExecutor:
         """
         p0 = passes[0]
         view = mod.read_only_view(view_reason(p0.info.name))
-        # the first pass's targets, from the heads the wave read (p0.targets would read them again)
-        heads = table.heads
-        first = [table.names[i] for i in table.indices if len(passes) == 1 or p0.visits(*heads[i])]
+        # the first pass's targets, and what they are held as, from the columns the wave read (p0.targets and
+        # the module's accessors would read them again)
+        all_names, heads, sizes, decoded, _, _ = table.columns
+        first = [i for i in table.indices if len(passes) == 1 or p0.visits(*heads[i])]
         estimate, rough = sized
         per_function = estimate / max(1, len(table.indices))
         probe = _Probe()
@@ -357,16 +358,17 @@ class ParallelExecutor:
         if observer is not None:
             observer.before_stage(0)
         try:
-            for count, name in enumerate(first):
-                if mod.is_decoded(name):
+            for count, index in enumerate(first):
+                name = all_names[index]
+                if decoded[index]:
                     func = mod[name]
                 else:
                     before = time.perf_counter()
                     func = mod[name]
                     probe.decode_seconds += time.perf_counter() - before
-                    probe.decoded_bytes += mod.cached_size(name) or 0
+                    probe.decoded_bytes += sizes[index] or 0
                 probe.results[name] = p0.transform_one(func, name, view, ctx)
-                done += mod.cached_size(name) or self._sizes.get(name) or per_function
+                done += sizes[index] or self._sizes.get(name) or per_function
                 now = time.perf_counter()
                 if now >= check and _PROBE_MIN_FUNCTIONS <= count + 1 < len(first):
                     check = now + _PROBE_EVERY
