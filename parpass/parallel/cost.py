@@ -24,7 +24,10 @@ on resident IR is not judged by it when its input was just built here. A pass
 never measured is estimated at a deliberately high default rate, so big
 modules start parallel and small ones in-process. A chain kept in-process on
 its measured parallel time is tried in workers again now and then, so that a
-load that went away does not keep it in-process for good.
+load that went away does not keep it in-process for good. A measured time
+ships a chain only if it beats in-process by a margin (:data:`_WIN_MARGIN`):
+on a busy machine the same chain's waves spread by more than a thin
+advantage, and in-process cannot lose to itself.
 
 Shipping a chain that loses in workers on its own work, only because running
 it here would first decode what an earlier wave left as bytes, does not save
@@ -77,6 +80,9 @@ _COMPARABLE = 4.0
 #: workers once more (when that time was within _RETRY_MARGIN of in-process).
 _RETRY_AFTER = 8
 _RETRY_MARGIN = 2.0
+#: A chain ships on its measured parallel time only if that beats in-process by this factor: a thinner
+#: advantage is within the spread of a wave's time on a busy machine, and in-process cannot lose to itself.
+_WIN_MARGIN = 1.15
 #: Share of a wave's functions a chain is assumed to change, before a parallel wave of it has shown it.
 _CHANGED_DEFAULT = 1.0
 
@@ -301,12 +307,13 @@ class CostModel:
             explore = key in self._worker and key not in self._inline and not here_roughly
         if explore and inline < 1.5 * parallel:
             return self._decodes_here(encoded)  # not by a wide margin: learn the in-process cost once
-        if parallel + self._left_as_bytes(key, nbytes - encoded) < inline:
+        measured = self.measured_parallel(key, nbytes, workers) is not None
+        margin = _WIN_MARGIN if measured else 1.0
+        if margin * parallel + self._left_as_bytes(key, nbytes - encoded) < inline:
             with self._lock:
                 self._kept_inline.pop(key, None)
             decoding = self.decode_rate * encoded
             return self._postpones(parallel - (inline - decoding), decoding)
-        measured = self.measured_parallel(key, nbytes, workers) is not None
         return (measured and self._retry(key, inline, parallel)) or self._decodes_here(encoded)
 
     def _left_as_bytes(self, key: tuple[str, ...], decoded: int) -> float:

@@ -333,10 +333,25 @@ def test_a_cluster_s_workers_do_not_stand_for_this_process_a_rough_measure_here_
     model = CostModel(workers_on_this_machine=on_this_machine)
     model.record_rough(["Simplify"], 0.300, 2_500_000)
     model.record_workers(["Simplify"], 0.280, 2_500_000)
-    model.record_parallel(["Simplify"], 0.220, 2_500_000, 2)
+    model.record_parallel(["Simplify"], 0.200, 2_500_000, 2)
     assert model.should_parallelize(["Simplify"], 2_500_000, 2, -1.0) is on_this_machine
     model.record_inline(["Simplify"], 0.240, 2_500_000)  # what that run measured here
-    assert model.should_parallelize(["Simplify"], 2_500_000, 2, -1.0)  # 220 < 240 ms, nothing left as bytes yet
+    assert model.should_parallelize(["Simplify"], 2_500_000, 2, -1.0)  # 200 < 240 ms, nothing left as bytes yet
+
+
+def test_a_measured_advantage_within_the_spread_of_a_busy_machine_keeps_the_chain_here() -> None:
+    """A chain whose measured parallel waves beat in-process by less than 15% stays here: on a machine whose
+    other programs take a core, the same wave's time spreads by more than that (the dataflow pipeline's read
+    0.85-1.11x of in-process in one loaded run), and in-process cannot lose to itself. A wider advantage ships,
+    and a thin one is still tried in workers now and then, so that a load that goes away is seen."""
+    model = CostModel()
+    for chain in ("Thin", "Wide"):
+        model.record_inline([chain], 0.400, 3_000_000)
+    model.record_parallel(["Thin"], 0.360, 3_000_000, 2)  # 1.11x
+    model.record_parallel(["Wide"], 0.320, 3_000_000, 2)  # 1.25x
+    assert model.should_parallelize(["Wide"], 3_000_000, 2, -1.0)
+    tries = [model.should_parallelize(["Thin"], 3_000_000, 2, -1.0) for _ in range(16)]
+    assert tries == ([False] * 7 + [True]) * 2
 
 
 def test_functions_left_as_bytes_cost_their_decoding_in_process() -> None:
@@ -383,8 +398,8 @@ def test_a_wave_that_leaves_bytes_is_charged_their_decoding_as_often_as_bytes_en
     waves left lately ended up decoded here; it ships again once workers take such bytes up."""
     model = CostModel()
     decoding = model.decode_rate * 3_000_000  # ~42 ms
-    model.record_inline(["Simplify"], 0.240, 3_000_000)
-    model.record_parallel(["Simplify"], 0.216, 3_000_000, 2)  # 24 ms faster in workers
+    model.record_inline(["Simplify"], 0.150, 3_000_000)
+    model.record_parallel(["Simplify"], 0.120, 3_000_000, 2)  # 30 ms faster in workers
     model.record_changed(["Simplify"], 1000, 1000)
     model.record_inline(["Light"], 0.045, 3_000_000)
     model.record_parallel(["Light"], 0.100, 3_000_000, 2)  # loses more than the decoding: decoded at once
@@ -393,7 +408,7 @@ def test_a_wave_that_leaves_bytes_is_charged_their_decoding_as_often_as_bytes_en
     assert model.should_parallelize(["Simplify"], 3_000_000, 2, -1.0)  # nothing decoded after a wave yet
     for _ in range(2):
         assert not model.should_parallelize(["Light"], 3_000_000, 2, -1.0, encoded=3_000_000)
-    assert not model.should_parallelize(["Simplify"], 3_000_000, 2, -1.0)  # 216 + ~3/4 of 42 ms > 240
+    assert not model.should_parallelize(["Simplify"], 3_000_000, 2, -1.0)  # 120 + ~3/4 of 42 ms > 150
     assert model.should_parallelize(["Heavy"], 3_000_000, 2, -1.0)  # wins by far more than the decoding
     for _ in range(3):  # bytes taken up by workers that win
         assert model.should_parallelize(["Heavy"], 3_000_000, 2, -1.0, encoded=3_000_000)
