@@ -158,7 +158,7 @@ def run(args: argparse.Namespace, address: str) -> int:
         print(
             f"{name:18} {statistics.median(s['in-process']) * 1e3:9.0f}ms "
             f"{local:6.2f}x {statistics.median(s['local']) * 1e3:6.0f}ms "
-            f"{remote:6.2f}x {statistics.median(s['cluster']) * 1e3:6.0f}ms {share:13.1%}{target}"
+            f"{remote:6.2f}x {statistics.median(s['cluster']) * 1e3:6.0f}ms {share:13.2%}{target}"
         )
     identical &= auto_cases(cases, address, args.repeat)
     identical &= profiler_cost(schedule_search, heavy_mod, ways, address, args.repeat)

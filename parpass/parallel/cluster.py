@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Container, Iterator, Mapping
+from multiprocessing.pool import ThreadPool
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
@@ -263,7 +264,26 @@ def _here() -> _ClusterSeat:
 def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[bytes, bytes] | None:
     """The task of one chunk on a cluster worker: the encoded answer, and the new bytes it refers to; None
     when the wave's payload lacks a function the chunk needs (one this worker no longer holds, or one another
-    worker holds: its own or looked up): the parent then sends the wave whole and the chunk again."""
+    worker holds: its own or looked up): the parent then sends the wave whole and the chunk again.
+
+    The chunk runs in a thread of parpass's own while Dask's task thread waits for it: Dask's sampling
+    profiler walks the whole stack of every thread running a task, twice every 10 ms, and a pass's stack
+    (visitors recursing into the IR) is deep; a waiting task's stack is a few frames."""
+    return _chunk_thread().apply(_run_chunk_here, (name, payload, indices))
+
+
+_chunk_threads: ThreadPool | None = None
+
+
+def _chunk_thread() -> ThreadPool:
+    """The thread chunks run in (a daemon, as Dask's own task threads are: it holds up no worker's exit)."""
+    global _chunk_threads
+    if _chunk_threads is None:
+        _chunk_threads = ThreadPool(1)
+    return _chunk_threads
+
+
+def _run_chunk_here(name: str, payload: bytes, indices: list[int]) -> tuple[bytes, bytes] | None:
     with _LOCK:
         here = _here()
         if not here.ready_for(name, payload, indices):

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from parallel_support import Recorder, module_bytes
@@ -23,6 +24,7 @@ from ptest_passes import (
     looks_up_carelessly,
     sleeps,
     tag_prim_funcs,
+    waits_a_little,
 )
 
 from parpass.errors import ParallelExecutionError, PassTimeoutError, WorkerCrashedError
@@ -379,6 +381,29 @@ def test_what_auto_learns_on_a_cluster_is_the_cluster_s_own(dask_cluster: tuple[
     assert executor.cost_of(address).latency != cluster.DaskBackend.assumed_latency
     cluster_waves = [w for w in executor.history if w.parallel]
     assert executor.cost_of(address).measured_parallel(["CountBindings"], cluster_waves[-1].nbytes, 2) is not None
+
+
+def _frames(tree: dict[str, object]) -> Iterator[str]:
+    """The function names of every frame of a Dask profile tree (see ``Client.profile``)."""
+    for child in cast("dict[str, dict[str, object]]", tree.get("children", {})).values():
+        yield cast("dict[str, str]", child["description"])["name"]
+        yield from _frames(child)
+
+
+def test_a_pass_runs_out_of_sight_of_dask_s_sampling_profiler(dask_cluster: tuple[str, Path]) -> None:
+    """Dask's workers sample the stack of every thread running a task every 10 ms and walk all of it (3-6% of
+    a CPU-heavy pass, whose visitors recurse deep): a chunk runs in a thread of parpass's own, and the task
+    thread the profiler samples only waits for it."""
+    address, _ = dask_cluster
+    mod = random_module(num_functions=30, num_prim_funcs=0, size=4, seed=3)
+    client = cluster.backend_at(address).client
+    start = time.time()
+    with _on(address):
+        out = waits_a_little(mod)  # 20 ms a function, 30 functions: ~30 samples a worker
+    assert module_bytes(out) == module_bytes(_serial(waits_a_little, mod))
+    sampled = set(_frames(client.profile(start=start)))
+    assert "run_cluster_chunk" in sampled  # the profiler ran, and saw the task
+    assert "waits_a_little" not in sampled
 
 
 def test_a_timeout_names_the_late_function_and_restarts_only_its_worker(tmp_path: Path, small_module: IRModule) -> None:
