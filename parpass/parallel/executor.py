@@ -58,7 +58,7 @@ from parpass.parallel.wave import WaveHeader, scratch_dir
 from parpass.parallel.worker import pack_passes
 from parpass.transform.context import PassContext
 from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming, view_reason
-from parpass.transform.passes import FunctionLevelPass, attach_pass_note, visited_by_default
+from parpass.transform.passes import FunctionLevelPass, attach_pass_note, visited_positions
 from parpass.transform.statistics import add_counts
 
 log = logging.getLogger("parpass.parallel")
@@ -1377,7 +1377,7 @@ def _visited(
     """The positions of the functions (of these ``heads``) any pass of the chain may visit; ``kinds`` is the
     chain's :func:`_visit_key`."""
     if kinds is not None:  # every pass keeps the rule of FunctionLevelPass.visits: one test per function
-        return [i for i, (kind, attrs) in enumerate(heads) if visited_by_default(kinds, kind, attrs)]
+        return visited_positions(kinds, heads)
     visits = [p.visits for p in passes]
     if len(visits) == 1:
         visit = visits[0]

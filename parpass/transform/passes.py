@@ -15,6 +15,7 @@ import importlib
 import inspect
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, ClassVar, TypeGuard
 
 from parpass.errors import ParpassError, add_note, unknown_name
@@ -255,6 +256,15 @@ def visited_by_default(
     """The rule of :meth:`FunctionLevelPass.visits` for a pass over ``kinds`` (or a chain of such passes, their
     kinds as a tuple: whether any visits the function): a function of one of them, not ``SkipOptimization``."""
     return issubclass(func_kind, kinds) and not attrs.get("SkipOptimization", False)
+
+
+def visited_positions(
+    kinds: type[BaseFunc] | tuple[type[BaseFunc], ...], heads: Sequence[tuple[type[BaseFunc], Mapping[str, Any]]]
+) -> list[int]:
+    """The positions of the ``(class, attributes)`` ``heads`` that :func:`visited_by_default` visits: what an
+    executor picking a wave's targets asks of every function, with the class test made once per class."""
+    visited = {kind for kind in set(map(itemgetter(0), heads)) if issubclass(kind, kinds)}
+    return [i for i, (kind, attrs) in enumerate(heads) if kind in visited and not attrs.get("SkipOptimization", False)]
 
 
 class FunctionLevelPass(Pass):
