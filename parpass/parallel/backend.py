@@ -158,6 +158,11 @@ class Backend(Protocol):
         """
         ...
 
+    def started(self, num_workers: int) -> bool:
+        """Whether ``num_workers`` workers are started or starting already (whoever asked for them), so that
+        asking for them costs no new start; starts nothing and asks nothing of them."""
+        ...
+
     def worker_pids(self) -> list[int]:
         """Pids of the live workers of the current pool (for tests and diagnostics)."""
         ...
@@ -395,6 +400,14 @@ class LokyBackend:
                 return False
             pool.warm = True
         return pool.warm
+
+    def started(self, num_workers: int) -> bool:
+        crew = self._crew
+        if crew is not None and crew.size == num_workers and crew.alive():
+            return True
+        with self._lock:
+            pool = self._pool
+            return pool is not None and pool.size == num_workers and pool.usable() and (pool.warm or bool(pool.warming))
 
     @contextlib.contextmanager
     def crew(self, num_workers: int) -> Iterator[Crew]:

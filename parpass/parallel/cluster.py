@@ -273,14 +273,16 @@ def run_cluster_chunk(name: str, payload: bytes, indices: list[int]) -> tuple[by
 
 
 _chunk_threads: ThreadPool | None = None
+_CHUNK_THREADS_LOCK = threading.Lock()
 
 
 def _chunk_thread() -> ThreadPool:
     """The thread chunks run in (a daemon, as Dask's own task threads are: it holds up no worker's exit)."""
     global _chunk_threads
-    if _chunk_threads is None:
-        _chunk_threads = ThreadPool(1)
-    return _chunk_threads
+    with _CHUNK_THREADS_LOCK:  # a worker of several threads may start two chunks at once
+        if _chunk_threads is None:
+            _chunk_threads = ThreadPool(1)
+        return _chunk_threads
 
 
 def _run_chunk_here(name: str, payload: bytes, indices: list[int]) -> tuple[bytes, bytes] | None:
@@ -812,6 +814,10 @@ class DaskBackend:
             self._warming.daemon = True
             self._warming.start()
         return False
+
+    def started(self, num_workers: int) -> bool:
+        warming = self._warming
+        return set(self.addresses(num_workers)) <= self._warmed or (warming is not None and warming.is_alive())
 
     def worker_pids(self) -> list[int]:
         return sorted(self.client.run(os.getpid).values())

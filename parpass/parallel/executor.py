@@ -454,8 +454,11 @@ class ParallelExecutor:
         inline, parallel = self._rest(names, elapsed, done, estimate, cfg)
         if inline < _SHIP_MIN_SECONDS or parallel >= _SHIP_MARGIN * inline:
             return False  # not worth moving (nor starting workers for)
-        # starting workers must not cost more CPU than this run has shown it would save
-        return self._pool_started or (elapsed >= _START_TRUST and self._earns_start(inline, parallel, cfg))
+        # starting workers must not cost more CPU than this run has shown it would save; workers someone
+        # already started (a warm-up, another executor) cost nothing more
+        if self._pool_started or backend_mod.backend_for(cfg.scheduler).started(cfg.num_workers):
+            return True
+        return elapsed >= _START_TRUST and self._earns_start(inline, parallel, cfg)
 
     def _earns_start(self, inline: float, parallel: float, cfg: ParallelConfig) -> bool:
         """Whether starting the workers pays: what moving the rest of this wave saves, plus what the

@@ -619,6 +619,39 @@ def test_a_probe_counts_the_later_passes_on_what_its_first_pass_already_ran() ->
     assert alone == pytest.approx(1e-4 * 100)
 
 
+def test_workers_already_started_need_not_earn_their_start() -> None:
+    """A probe moves the rest of a wave to workers someone already started (a warm-up, another executor) on
+    what moving saves alone: the start-up they would otherwise have to earn is spent. A first run of a 900 ms
+    CPU-heavy pass on a warm pool once stayed in-process whole ("too little work to move")."""
+    from parpass.parallel import backend as backend_mod
+    from parpass.parallel.config import ParallelConfig
+    from parpass.parallel.executor import _START_COST, ParallelExecutor
+
+    fresh = ParallelExecutor()  # it asked for no worker itself
+    cfg = ParallelConfig.of(PassContext(config={"parpass.num_workers": 2}))
+    probed = (("Heavy",), 0.2, 1_000_000.0, 2_500_000, cfg)  # 0.2 s in, ~0.3 s of work left here
+    inline, parallel = fresh._rest(*probed)
+    assert 0 < inline - parallel < _START_COST  # what moving saves would not pay for starting workers
+    backend = backend_mod.backend_for(cfg.scheduler)
+    backend.warm(2)
+    assert backend.started(2)
+    assert fresh._worth_moving(*probed)
+
+
+@pytest.mark.loky_only
+def test_asking_whether_workers_are_started_starts_none() -> None:
+    from parpass.parallel.backend import LokyBackend
+
+    backend = LokyBackend()
+    try:
+        assert not backend.started(2)
+        assert backend.worker_pids() == []
+        assert not backend.ready(2)  # ready() starts them
+        assert backend.started(2) and not backend.started(3)
+    finally:
+        backend.kill()
+
+
 def test_a_function_held_only_decoded_is_sized_as_it_was_last_seen_encoded() -> None:
     """A rate learned on a guessed size (the average of another wave's functions) and applied to real sizes
     was off by their ratio: Simplify's PrimFuncs, put at 2,000 bytes against 2,670, looked 4/3 as dear here."""

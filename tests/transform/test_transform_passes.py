@@ -21,7 +21,9 @@ from parpass.transform import (
     module_pass,
     prim_func_pass,
 )
-from parpass.transform.passes import NOTE_PREFIX
+from parpass.ir.node import BaseFunc
+from parpass.testing import random_module
+from parpass.transform.passes import NOTE_PREFIX, visited_by_default, visited_positions
 
 
 def _parpass_notes(err: BaseException) -> list[str]:
@@ -43,6 +45,21 @@ def test_function_pass_visits_functions_in_order_and_skips(mod: IRModule) -> Non
     assert out["f"].attrs == {"seen": True} and out["g"].attrs == {"seen": True}
     assert out["k"] is mod["k"] and out["skip"] is mod["skip"]
     assert "seen" not in mod["f"].attrs  # the caller's module is unchanged
+
+
+@pytest.mark.parametrize(
+    "kinds", [relax.Function, tir.PrimFunc, (relax.Function,), (relax.Function, tir.PrimFunc), BaseFunc]
+)
+def test_the_positions_an_executor_picks_are_those_the_rule_visits(kinds: object) -> None:
+    """visited_positions (a wave's targets, the class test made once per class) keeps the rule of
+    visited_by_default (FunctionLevelPass.visits), SkipOptimization functions of both kinds included."""
+    heads = [head[1:] for head in random_module(num_functions=40, num_prim_funcs=20, seed=5).heads()]
+    heads += [(relax.Function, {"SkipOptimization": True}), (tir.PrimFunc, {"SkipOptimization": 1})]
+    assert {kind for kind, _ in heads} == {relax.Function, tir.PrimFunc}
+    assert any(attrs.get("SkipOptimization") for _, attrs in heads[:60])  # the generator's own too
+    expected = [i for i, (kind, attrs) in enumerate(heads) if visited_by_default(kinds, kind, attrs)]  # type: ignore[arg-type]
+    assert visited_positions(kinds, heads) == expected  # type: ignore[arg-type]
+    assert 0 < len(expected) < len(heads) - 1
 
 
 def test_prim_func_pass_visits_prim_funcs_only(mod: IRModule) -> None:
