@@ -9,6 +9,8 @@ from support import make_module, prim_func, relax_func
 
 from parpass.errors import ReadOnlyModuleError
 from parpass.ir import IRModule, relax, tir
+from parpass.ir.node import BaseFunc
+from parpass.testing import random_module
 from parpass.transform import (
     FunctionPass,
     ModulePass,
@@ -21,8 +23,6 @@ from parpass.transform import (
     module_pass,
     prim_func_pass,
 )
-from parpass.ir.node import BaseFunc
-from parpass.testing import random_module
 from parpass.transform.passes import NOTE_PREFIX, visited_by_default, visited_positions
 
 
