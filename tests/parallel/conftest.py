@@ -97,7 +97,10 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
     from parpass.parallel import cluster, set_backend
 
     address = request.getfixturevalue("_local_cluster")
-    previous = set_backend(cluster.backend_at(address))
+    backend = cluster.backend_at(address)
+    # a test that killed a worker leaves its nanny starting another: the next test starts with both
+    backend.client.wait_for_workers(2, timeout=120)
+    previous = set_backend(backend)
     executor.forget()
     try:
         yield "dask"
