@@ -1379,7 +1379,7 @@ def _visited(
 ) -> list[int]:
     """The positions of the functions (of these ``heads``) any pass of the chain may visit; ``kinds`` is the
     chain's :func:`_visit_key`."""
-    if kinds is not None:  # every pass keeps the rule of FunctionLevelPass.visits: one test per function
+    if kinds is not None:  # every pass keeps the rule of FunctionLevelPass.visits
         return visited_positions(kinds, heads)
     visits = [p.visits for p in passes]
     if len(visits) == 1:
