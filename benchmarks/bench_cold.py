@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchutil import machine_headroom, mark, sigterm_as_exit
+from benchutil import bytecode_state, machine_headroom, mark, sigterm_as_exit
 
 #: Issue 12's target for the cold single run on 16,000 functions.
 TARGET = 1.5
@@ -95,6 +95,7 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
         f"module: parpass gen --functions {args.functions} --seed 0: {module.stat().st_size / 1e6:.1f} MB "
         f"(generated in {seconds:.1f} s)"
     )
+    print(f"parpass's bytecode (what each timed process and its workers import): {bytecode_state()}")
     before = machine_headroom(args.workers)
     print(f"machine headroom before the runs (a pure-Python loop on {args.workers} processes vs 1): {before:.2f}x")
     times: dict[int, list[float]] = {1: [], args.workers: []}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import os
 import signal
 import statistics
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from types import FrameType
 
 from parpass.cli.bench_ceiling import machine_headroom
@@ -69,6 +71,38 @@ def sigterm_as_exit() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def bytecode_state() -> str:
+    """Whether a fresh process imports parpass from cached bytecode, in words: a cold run's timed span includes
+    its imports, each of its workers' too. ``pip install .`` compiles the package; an editable install under
+    ``PYTHONDONTWRITEBYTECODE=1`` (this development machine's environment, and the lent machines') compiles it
+    from source in every process (~60 ms in the parent before it reads its input, and as much in each worker)."""
+    import parpass
+
+    root = Path(parpass.__file__).parent
+    sources = [path for path in root.rglob("*.py") if "__pycache__" not in path.parts]
+    stale = [path for path in sources if not _cached(path)]
+    if not stale:
+        return "cached for every module"
+    if sys.dont_write_bytecode:
+        return (
+            f"compiled from source in every process for {len(stale)} of {len(sources)} modules "
+            "(PYTHONDONTWRITEBYTECODE is set; python -m compileall parpass caches it)"
+        )
+    return f"not cached yet for {len(stale)} of {len(sources)} modules (the first process to import them caches it)"
+
+
+def _cached(source: Path) -> bool:
+    """Whether ``source`` has bytecode the import system takes as it is (a timestamp pyc of this source)."""
+    try:
+        with open(importlib.util.cache_from_source(str(source)), "rb") as pyc:
+            head = pyc.read(16)
+    except OSError:
+        return False
+    stat = source.stat()
+    fields = [int.from_bytes(head[i : i + 4], "little") for i in (4, 8, 12)]  # flags, mtime, size
+    return head[:4] == importlib.util.MAGIC_NUMBER and fields == [0, int(stat.st_mtime), stat.st_size]
 
 
 def median_ratio(serial: Sequence[float], parallel: Sequence[float]) -> float:

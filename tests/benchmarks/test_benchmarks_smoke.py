@@ -170,6 +170,7 @@ def test_bench_cold_compares_fresh_processes_and_cleans_up(tmp_path: Path) -> No
         cwd=tmp_path,  # `python -m parpass` imports the parpass this interpreter imports, not one in the cwd
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "parpass's bytecode (what each timed process and its workers import): " in proc.stdout
     out = proc.stdout
     assert "module: parpass gen --functions 12 --seed 0" in out
     assert "machine headroom before the runs" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import py_compile
 import signal
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from benchutil import burning_one_core, fit_line, mark, median_ratio, module_digest
+from benchutil import _cached, burning_one_core, bytecode_state, fit_line, mark, median_ratio, module_digest
 from support import alive, make_module, relax_func, wait_gone
 
 from parpass.ir import IRModule
@@ -127,3 +128,15 @@ def test_sigterm_ends_the_body_through_its_cleanup() -> None:
     assert parent.wait() == 128 + signal.SIGTERM
     assert rest.strip() == "burner ended"
     assert not alive(burner_pid)
+
+
+def test_bytecode_counts_as_cached_only_where_the_import_system_would_take_it(tmp_path: Path) -> None:
+    """A cold run's timed span includes its imports: bench_cold says whether parpass's bytecode is cached."""
+    source = tmp_path / "mod.py"
+    source.write_text("x = 1\n")
+    assert not _cached(source)
+    py_compile.compile(str(source))
+    assert _cached(source)
+    source.write_text("x = 22\n")  # edited since: another size (and mtime), so the pyc is stale
+    assert not _cached(source)
+    assert bytecode_state().startswith(("cached for every module", "compiled from source", "not cached yet"))
