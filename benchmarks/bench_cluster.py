@@ -21,9 +21,9 @@ instrument that reads the module between passes), each >= 0.95x (``auto``
 must never make a run slower). Last, what Dask's sampling profiler costs the
 workers (it samples a running task's whole stack every 10 ms; on by default):
 the heavy pass on the cluster with the workers' ``profile`` and
-``profile-cycle`` callbacks stopped and running, in alternate rounds (the
-README recommends ``distributed.worker.profile.enabled = False`` on workers
-that run parpass). Exit status 1 if any output differs from in-process.
+``profile-cycle`` callbacks stopped and running, in alternate rounds (a chunk
+runs in a thread of parpass's own, out of the profiler's sight, so this should
+read about 0%). Exit status 1 if any output differs from in-process.
 
     python benchmarks/bench_cluster.py [--functions 2000] [--workers 2] [--repeat 5]
 """

@@ -344,6 +344,10 @@ class Op(Node, frozen=True, gc=False, tag="Op"):
 _F = TypeVar("_F", bound="BaseFunc")
 
 
+#: The attribute that keeps a function from every function-level pass (TVM's name).
+SKIP_OPTIMIZATION = "SkipOptimization"
+
+
 class BaseFunc(Node, frozen=True, gc=False, kw_only=True):
     """Base of :class:`~parpass.ir.Function` and :class:`~parpass.ir.PrimFunc`.
 
@@ -372,4 +376,4 @@ class BaseFunc(Node, frozen=True, gc=False, kw_only=True):
     @property
     def skip_optimization(self) -> bool:
         """True when the function carries a truthy ``"SkipOptimization"`` attribute."""
-        return bool(self.attrs.get("SkipOptimization", False))
+        return bool(self.attrs.get(SKIP_OPTIMIZATION, False))

@@ -386,13 +386,13 @@ class LokyBackend:
             pool.warming = [self._submit(num_workers, warm_up, 0.05) for _ in range(num_workers)]
         return pool.warming
 
-    def _crew_of(self, num_workers: int) -> bool:
+    def _has_crew(self, num_workers: int) -> bool:
         """Whether a live crew of ``num_workers`` seats holds the workers (their pool may be gone meanwhile)."""
         crew = self._crew
         return crew is not None and crew.size == num_workers and crew.alive()
 
     def ready(self, num_workers: int) -> bool:
-        if self._crew_of(num_workers):
+        if self._has_crew(num_workers):
             return True
         pool = self._current(num_workers)
         if pool.warm:
@@ -406,7 +406,7 @@ class LokyBackend:
         return pool.warm
 
     def started(self, num_workers: int) -> bool:
-        if self._crew_of(num_workers):
+        if self._has_crew(num_workers):
             return True
         with self._lock:
             pool = self._pool

@@ -279,10 +279,16 @@ class CostModel:
         ``unencoded`` bytes are functions held only decoded: in workers, they are encoded here and decoded there.
         """
         key = tuple(chain)
+        return self._estimates(key, nbytes, workers, encoded, unencoded, self.measured_parallel(key, nbytes, workers))
+
+    def _estimates(
+        self, key: tuple[str, ...], nbytes: int, workers: int, encoded: int, unencoded: int, measured: float | None
+    ) -> tuple[float, float]:
+        """:meth:`estimates`, given what :meth:`measured_parallel` says of the chain (None: not measured)."""
         inline_rate = self._rate_here(key) or DEFAULT_RATE * len(key)
         with self._lock:
             worker_rate = self._worker.get(key) or inline_rate
-        parallel = self.measured_parallel(key, nbytes, workers)
+        parallel = measured
         if parallel is None:
             parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / max(workers, 1)
         parallel += (self.encode_rate + self.decode_rate / max(workers, 1)) * unencoded
@@ -297,7 +303,8 @@ class CostModel:
         # below any parallel time (at least the overhead) by more than a retry's margin: nothing else counts
         if inline_below < 0 and rate and _RETRY_MARGIN * (rate * nbytes + self.decode_rate * encoded) <= self.overhead:
             return self._decodes_here(encoded)
-        inline, parallel = self.estimates(chain, nbytes, workers, encoded, unencoded)
+        measured_time = self.measured_parallel(key, nbytes, workers)
+        inline, parallel = self._estimates(key, nbytes, workers, encoded, unencoded, measured_time)
         if inline_below >= 0:
             return inline >= inline_below
         with self._lock:
@@ -307,7 +314,7 @@ class CostModel:
             explore = key in self._worker and key not in self._inline and not here_roughly
         if explore and inline < 1.5 * parallel:
             return self._decodes_here(encoded)  # not by a wide margin: learn the in-process cost once
-        measured = self.measured_parallel(key, nbytes, workers) is not None
+        measured = measured_time is not None
         margin = _WIN_MARGIN if measured else 1.0
         if margin * parallel + self._left_as_bytes(key, nbytes - encoded) < inline:
             with self._lock:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypeGuard
 from parpass.errors import ParpassError, add_note, unknown_name
 from parpass.instrument.base import keeps_fusion
 from parpass.ir.module import IRModule, same_fingerprint
-from parpass.ir.node import BaseFunc
+from parpass.ir.node import SKIP_OPTIMIZATION, BaseFunc
 from parpass.ir.relax import Function
 from parpass.ir.tir import PrimFunc
 from parpass.transform.bisect import BISECT_LIMIT, BisectState
@@ -255,11 +255,7 @@ def visited_by_default(
 ) -> bool:
     """The rule of :meth:`FunctionLevelPass.visits` for a pass over ``kinds`` (or a chain of such passes, their
     kinds as a tuple: whether any visits the function): a function of one of them, not ``SkipOptimization``."""
-    return issubclass(func_kind, kinds) and not attrs.get(_SKIP, False)
-
-
-#: The attribute that keeps a function from every function-level pass (TVM's name).
-_SKIP = "SkipOptimization"
+    return issubclass(func_kind, kinds) and not attrs.get(SKIP_OPTIMIZATION, False)
 
 
 def visited_positions(
@@ -268,7 +264,7 @@ def visited_positions(
     """The positions of the ``(class, attributes)`` ``heads`` that :func:`visited_by_default` visits: what an
     executor picking a wave's targets asks of every function, with the class test made once per class."""
     visited = {kind for kind in set(map(itemgetter(0), heads)) if issubclass(kind, kinds)}
-    return [i for i, (kind, attrs) in enumerate(heads) if kind in visited and not attrs.get(_SKIP, False)]
+    return [i for i, (kind, attrs) in enumerate(heads) if kind in visited and not attrs.get(SKIP_OPTIMIZATION, False)]
 
 
 class FunctionLevelPass(Pass):

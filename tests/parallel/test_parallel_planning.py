@@ -760,7 +760,7 @@ def test_a_chain_far_below_any_parallel_time_stays_here_and_decodes_what_it_must
     for record in ("record_inline", "record_rough", "record_workers"):
         model = CostModel()
         getattr(model, record)(["P"], 0.001, 1_000_000)  # 1 ns a byte
-        monkeypatch.setattr(model, "estimates", lambda *args, **kwargs: pytest.fail("estimated"))
+        monkeypatch.setattr(model, "_estimates", lambda *args, **kwargs: pytest.fail("estimated"))
         assert not model.should_parallelize(["P"], 100_000, 2, -1.0, encoded=0)
         assert model._decoded_later == 0.0
         assert not model.should_parallelize(["P"], 100_000, 2, -1.0, encoded=50_000)
