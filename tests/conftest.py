@@ -1,6 +1,7 @@
 """Root of the test suite: puts ``tests/`` on ``sys.path`` so that ``support`` is importable, and sets the
 hypothesis profile: no per-example deadline (CI machines are shared and noisy; timing is for benchmarks)."""
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 from parpass._loading import load_all
@@ -11,3 +12,12 @@ load_all()
 
 settings.register_profile("parpass", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("parpass")
+
+
+@pytest.fixture(autouse=True)
+def _a_quiet_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The executor's decisions see a machine with nothing else running: what a test decides must not hang
+    on what else CI runs beside it (the tests of the load's effect set their own)."""
+    from parpass.parallel import executor
+
+    monkeypatch.setattr(executor, "_others_running", lambda: 0)

@@ -29,6 +29,12 @@ ships a chain only if it beats in-process by a margin (:data:`_WIN_MARGIN`):
 on a busy machine the same chain's waves spread by more than a thin
 advantage, and in-process cannot lose to itself.
 
+Every measured time is taken back to a machine with nothing else running,
+and every estimate forward to the load of the moment it decides
+(:mod:`parpass.parallel.load`): a chain measured quiet is judged by what its
+workers will get of the cores now from its first wave under a load, not
+after new waves have outvoted the quiet ones.
+
 Shipping a chain that loses in workers on its own work, only because running
 it here would first decode what an earlier wave left as bytes, does not save
 that decoding: its results come back as bytes too, so the next pass faces the
@@ -50,8 +56,10 @@ from __future__ import annotations
 
 import statistics
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
+
+from parpass.parallel.load import inline_speed, parallel_speed
 
 #: Seconds per byte of encoded IR assumed for a pass never measured (a light Python pass runs ~ 10-50 ns/B).
 DEFAULT_RATE = 30e-9
@@ -93,6 +101,7 @@ class _ParallelWave(NamedTuple):
     seconds: float  #: in the caller, all of it (the round trip included)
     nbytes: int
     workers: int
+    others: int  #: threads that ran besides (see CostModel.others)
 
 
 class CostModel:
@@ -125,12 +134,20 @@ class CostModel:
         latency: float = DEFAULT_LATENCY,
         *,
         workers_on_this_machine: bool = True,
+        load: Callable[[], int] | None = None,
+        cores: int = 0,
     ) -> None:
         """``overhead`` and ``latency``: what a wave's and a chunk's round trips are assumed to cost before any
         is measured (a backend's own: see :attr:`~parpass.parallel.backend.Backend.assumed_overhead`);
         ``workers_on_this_machine``: whether what a pass costs in the workers stands for what it costs here
-        (else a chain measured in workers and only roughly here is run here once to learn that)."""
+        (else a chain measured in workers and only roughly here is run here once to learn that); ``load``:
+        how many other threads run on this machine, where the workers run too, at the moment it is called
+        (:func:`~parpass.parallel.load.others_running`), and ``cores`` its cores: None, a machine with nothing
+        else running, and as many cores as workers."""
         self.workers_on_this_machine = workers_on_this_machine
+        self.cores = cores
+        self._load = load
+        self._last_others: int | None = None
         self._inline: dict[tuple[str, ...], float] = {}
         self._worker: dict[tuple[str, ...], float] = {}
         #: per chain: seconds per byte here, measured roughly (see record_rough)
@@ -160,9 +177,23 @@ class CostModel:
         old = table.get(key)
         table[key] = rate if old is None else (1 - _ALPHA) * old + _ALPHA * rate
 
+    def others(self) -> int:
+        """Threads running on the workers' machine besides this one now, as far as this sample and the last
+        one taken agree: a kernel thread's wake-up is in one sample, rarely in two; a busy program in both."""
+        if self._load is None:
+            return 0
+        now = self._load()
+        last, self._last_others = self._last_others, now
+        return now if last is None else min(now, last)
+
+    def speed(self, workers: int, others: int) -> float:
+        """Cores' worth of work ``workers`` busy workers do while ``others`` threads run besides."""
+        return parallel_speed(workers, others, self.cores)
+
     def record_inline(self, chain: Sequence[str], seconds: float, nbytes: int) -> None:
         """The chain took ``seconds`` in-process on ``nbytes`` of IR."""
         if nbytes > 0:
+            seconds *= inline_speed(self.others(), self.cores)
             with self._lock:
                 self._fold(self._inline, tuple(chain), seconds / nbytes)
 
@@ -171,6 +202,7 @@ class CostModel:
         functions, or functions whose sizes were mostly guessed. The chain's in-process cost until a whole
         wave on known sizes measures it."""
         if nbytes > 0:
+            seconds *= inline_speed(self.others(), self.cores)
             with self._lock:
                 self._fold(self._rough, tuple(chain), seconds / nbytes)
 
@@ -199,24 +231,27 @@ class CostModel:
         held only decoded), its ``workers`` decoding ``missed`` bytes they did not hold (taken out here too)."""
         wall -= self.decode_rate * missed / max(workers, 1)
         if nbytes > 0:
+            others = self.others()
             with self._lock:
                 waves = self._parallel.setdefault(tuple(chain), [])
-                waves.append(_ParallelWave(max(wall, 0.0), nbytes, workers))
+                waves.append(_ParallelWave(max(wall, 0.0), nbytes, workers, others))
                 del waves[:-_PARALLEL_KEPT]
 
-    def measured_parallel(self, chain: Sequence[str], nbytes: float, workers: int) -> float | None:
-        """The chain's parallel seconds on ``nbytes`` of IR and ``workers`` workers, as its last parallel waves
-        of about that size on that many workers took them; None if it has run no such wave (see
-        :meth:`record_parallel`).
+    def measured_parallel(self, chain: Sequence[str], nbytes: float, workers: int, others: int = 0) -> float | None:
+        """The chain's parallel seconds on ``nbytes`` of IR and ``workers`` workers while ``others`` threads
+        run besides, as its last parallel waves of about that size on that many workers took them; None if
+        it has run no such wave (see :meth:`record_parallel`).
 
-        Each such wave stands for its own time, its part beyond the round trip scaled to ``nbytes``: a wave of
-        the same size is estimated at what it took, whatever the round trip is estimated at since (that
-        estimate moves with every wave of every chain: 40 to 100 ms on a cluster within a few runs).
+        Each such wave stands for its own time, its part beyond the round trip scaled to ``nbytes`` and to
+        what the workers get of the cores now against then: a wave of the same size on the same load is
+        estimated at what it took, whatever the round trip is estimated at since (that estimate moves with
+        every wave of every chain: 40 to 100 ms on a cluster within a few runs).
         """
+        now = self.speed(workers, others)
         with self._lock:
             fixed = self.overhead
             times = [
-                fixed + max(wave.seconds - fixed, 0.0) * nbytes / wave.nbytes
+                fixed + max(wave.seconds - fixed, 0.0) * nbytes / wave.nbytes * self.speed(workers, wave.others) / now
                 for wave in self._parallel.get(tuple(chain), ())
                 if wave.workers == workers and nbytes / _COMPARABLE <= wave.nbytes <= nbytes * _COMPARABLE
             ][-_PARALLEL_SAMPLES:]
@@ -271,28 +306,46 @@ class CostModel:
             return self._inline.get(key) or self._worker.get(key) or self._rough.get(key)
 
     def estimates(
-        self, chain: Sequence[str], nbytes: int, workers: int, encoded: int = 0, unencoded: int = 0
+        self,
+        chain: Sequence[str],
+        nbytes: int,
+        workers: int,
+        encoded: int = 0,
+        unencoded: int = 0,
+        others: int | None = None,
     ) -> tuple[float, float]:
-        """Estimated (in-process seconds, parallel seconds) of the chain on ``nbytes`` of IR.
+        """Estimated (in-process seconds, parallel seconds) of the chain on ``nbytes`` of IR, while ``others``
+        threads run besides (None: as many as run now).
 
         ``encoded`` bytes of it are functions held only as bytes: in-process, they are decoded first.
         ``unencoded`` bytes are functions held only decoded: in workers, they are encoded here and decoded there.
         """
         key = tuple(chain)
-        return self._estimates(key, nbytes, workers, encoded, unencoded, self.measured_parallel(key, nbytes, workers))
+        others = self.others() if others is None else others
+        measured = self.measured_parallel(key, nbytes, workers, others)
+        return self._estimates(key, nbytes, workers, encoded, unencoded, measured, others)
 
     def _estimates(
-        self, key: tuple[str, ...], nbytes: int, workers: int, encoded: int, unencoded: int, measured: float | None
+        self,
+        key: tuple[str, ...],
+        nbytes: int,
+        workers: int,
+        encoded: int,
+        unencoded: int,
+        measured: float | None,
+        others: int,
     ) -> tuple[float, float]:
         """:meth:`estimates`, given what :meth:`measured_parallel` says of the chain (None: not measured)."""
         inline_rate = self._rate_here(key) or DEFAULT_RATE * len(key)
         with self._lock:
             worker_rate = self._worker.get(key) or inline_rate
+        speed = self.speed(workers, others)
         parallel = measured
         if parallel is None:
-            parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / max(workers, 1)
-        parallel += (self.encode_rate + self.decode_rate / max(workers, 1)) * unencoded
-        return inline_rate * nbytes + self.decode_rate * encoded, parallel
+            parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / speed
+        parallel += (self.encode_rate + self.decode_rate / speed) * unencoded
+        inline = inline_rate * nbytes / inline_speed(others, self.cores) + self.decode_rate * encoded
+        return inline, parallel
 
     def should_parallelize(
         self, chain: Sequence[str], nbytes: int, workers: int, inline_below: float, encoded: int = 0, unencoded: int = 0
@@ -303,8 +356,9 @@ class CostModel:
         # below any parallel time (at least the overhead) by more than a retry's margin: nothing else counts
         if inline_below < 0 and rate and _RETRY_MARGIN * (rate * nbytes + self.decode_rate * encoded) <= self.overhead:
             return self._decodes_here(encoded)
-        measured_time = self.measured_parallel(key, nbytes, workers)
-        inline, parallel = self._estimates(key, nbytes, workers, encoded, unencoded, measured_time)
+        others = self.others()
+        measured_time = self.measured_parallel(key, nbytes, workers, others)
+        inline, parallel = self._estimates(key, nbytes, workers, encoded, unencoded, measured_time, others)
         if inline_below >= 0:
             return inline >= inline_below
         with self._lock:

@@ -46,6 +46,7 @@ from parpass.ir.relax import Function
 from parpass.ir.serialization import encode_function, node_problem
 from parpass.ir.tir import PrimFunc
 from parpass.parallel import backend as backend_mod
+from parpass.parallel import load as load_mod
 from parpass.parallel.capture import Emission, replay
 from parpass.parallel.config import ParallelConfig
 from parpass.parallel.cost import DEFAULT_LATENCY, DEFAULT_OVERHEAD, CostModel
@@ -132,6 +133,11 @@ class WaveStats(msgspec.Struct):
     stolen: int = 0
 
 
+def _others_running() -> int:
+    """:func:`parpass.parallel.load.others_running`, looked up when called (a test may stand in for it)."""
+    return load_mod.others_running()
+
+
 class ParallelExecutor:
     """Runs function-level passes in worker processes when that pays; in-process otherwise."""
 
@@ -187,8 +193,11 @@ class ParallelExecutor:
             overhead = getattr(backend, "assumed_overhead", DEFAULT_OVERHEAD)
             latency = getattr(backend, "assumed_latency", DEFAULT_LATENCY)
             here = getattr(backend, "workers_on_this_machine", True)
+            # workers on this machine share its cores with whatever else runs on it
+            cores, load = (backend_mod.usable_cores(), _others_running) if here else (0, None)
+            model = CostModel(overhead, latency, workers_on_this_machine=here, load=load, cores=cores)
             with self._lock:
-                found = self.costs.setdefault(scheduler, CostModel(overhead, latency, workers_on_this_machine=here))
+                found = self.costs.setdefault(scheduler, model)
         return found
 
     def start_workers(self, ctx: PassContext) -> bool:
@@ -473,17 +482,18 @@ class ParallelExecutor:
         parallel) seconds."""
         rate = elapsed / max(done, 1.0)  # seconds per byte of the first pass, here
         cost = self.cost_of(cfg.scheduler)
-        known = cost.estimates(names, int(total), cfg.num_workers)[0] / max(total, 1.0)
+        others = cost.others()
+        known = cost.estimates(names, int(total), cfg.num_workers, others=others)[0] / max(total, 1.0)
         chain_rate = max(rate * len(names), known) if cost.knows(names) else rate * len(names)
         left = max(total - done, 0.0)
         # Moving leaves to the workers the whole chain on the functions not reached yet, and its later passes
         # on those the first pass ran on here (they take up from its results): in bytes of whole-chain work,
         rest = left + done * (len(names) - 1) / len(names)
         inline = chain_rate * rest
-        parallel = cost.measured_parallel(names, rest, cfg.num_workers)
+        parallel = cost.measured_parallel(names, rest, cfg.num_workers, others)
         if parallel is None:
             shipped = cost.ship_rate * (left + done if len(names) > 1 else left)
-            parallel = cost.overhead + shipped + _WORKER_FACTOR * inline / cfg.num_workers
+            parallel = cost.overhead + shipped + _WORKER_FACTOR * inline / cost.speed(cfg.num_workers, others)
         return inline, parallel
 
     def _estimated_bytes(self, table: _Table) -> tuple[int, int, int, int]:

@@ -44,6 +44,7 @@ from parpass.ir.peek import peek_function
 from parpass.ir.serialization import decode_function, encode_function
 from parpass.ir.tir import PrimFunc
 from parpass.parallel.capture import Capture, Emission
+from parpass.parallel.load import run_delay
 from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import (
     ChunkDone,
@@ -121,27 +122,6 @@ class ResultSink(Protocol):
     or the answer itself on a cluster. ``append`` returns the store's name and the blobs' offsets in it."""
 
     def append(self, directory: str, limit: int, blobs: Sequence[bytes | memoryview]) -> tuple[str, list[int]]: ...
-
-
-_schedstat: tuple[int, int] | None = None  # (pid, descriptor of /proc/self/schedstat; -1: not available)
-
-
-def run_delay() -> float:
-    """Seconds this process has been runnable but waiting for a CPU so far (Linux's schedstat); 0.0 where
-    the system does not say. What other programs took of a worker's time is in this, not in its work."""
-    global _schedstat
-    pid = os.getpid()
-    if _schedstat is None or _schedstat[0] != pid:
-        try:
-            _schedstat = (pid, os.open("/proc/self/schedstat", os.O_RDONLY))
-        except OSError:
-            _schedstat = (pid, -1)
-    if _schedstat[1] < 0:
-        return 0.0
-    try:
-        return int(os.pread(_schedstat[1], 96, 0).split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return 0.0
 
 
 class _Recorder(PassInstrument):

@@ -354,6 +354,81 @@ def test_a_measured_advantage_within_the_spread_of_a_busy_machine_keeps_the_chai
     assert tries == ([False] * 7 + [True]) * 2
 
 
+def _loaded_model(samples: list[int]) -> CostModel:
+    """A cost model of a 2-core machine whose load source reads ``samples``, then their last, for good."""
+    readings = iter(samples)
+    last = [0]
+
+    def load() -> int:
+        last[0] = next(readings, last[0])
+        return last[0]
+
+    return CostModel(load=load, cores=2)
+
+
+def test_a_chain_measured_quiet_is_judged_by_the_load_from_its_first_decision_under_it() -> None:
+    """Two workers on 2 cores beside a program that burns one get 4/3 of a core's work done, not 2: a chain
+    whose quiet waves beat in-process by 1.6x stays here from the first decision under that load (on its
+    quiet time alone it would ship until loaded waves outvoted the quiet ones); one that beat it by 2x still
+    ships. Waves measured under the load stand, taken back to a quiet machine, once the load is gone."""
+    model = _loaded_model([0] * 5 + [1])  # 5 samples quiet, then loaded for good
+    for chain in ("Thin", "Wide"):
+        model.record_inline([chain], 0.400, 3_000_000)
+    model.record_parallel(["Thin"], 0.250, 3_000_000, 2)  # 1.6x quiet
+    model.record_parallel(["Wide"], 0.200, 3_000_000, 2)  # 2x quiet
+    assert model.should_parallelize(["Thin"], 3_000_000, 2, -1.0)  # quiet
+    model.others()  # the load starts: the first sample of it (one alone does not count)
+    assert not model.should_parallelize(["Thin"], 3_000_000, 2, -1.0)
+    assert model.should_parallelize(["Wide"], 3_000_000, 2, -1.0)
+    model.record_parallel(["Wide"], 0.300, 3_000_000, 2)  # what 2x quiet takes under the load: 1.33x
+    # taken back to a quiet machine, the loaded wave says what the quiet one did
+    assert model.measured_parallel(["Wide"], 3_000_000, 2, 0) == pytest.approx(0.200, rel=0.01)
+    assert model.measured_parallel(["Wide"], 3_000_000, 2, 1) == pytest.approx(0.300, rel=0.01)
+
+
+def test_a_load_in_one_sample_only_is_not_a_load() -> None:
+    """A kernel thread's wake-up shows in one sample of the runnable count; a program that keeps a core busy
+    shows in every one. The model counts what two samples in a row agree on."""
+    model = _loaded_model([0, 3, 0, 2, 2])
+    assert [model.others() for _ in range(5)] == [0, 0, 0, 0, 2]
+    assert CostModel().others() == 0  # no load source: a machine with nothing else running
+
+
+def test_the_executor_reads_the_load_of_this_machine_for_local_workers(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executor's cost model for local workers samples this machine's runnable count, and knows its
+    cores; a Dask cluster's workers are other machines, whose load this one does not see."""
+    from parpass.parallel import executor as executor_mod
+    from parpass.parallel.backend import usable_cores
+
+    monkeypatch.setattr(executor_mod, "_others_running", lambda: 5)
+    fresh = executor_mod.ParallelExecutor()
+    model = fresh.cost_of("")
+    assert (model.others(), model.cores) == ((5, usable_cores()) if backend == "loky" else (0, 0))
+
+
+def test_the_runnable_count_sees_a_program_that_burns_a_core() -> None:
+    """``others_running`` counts a busy program besides this one in every sample (Linux)."""
+    from parpass.parallel.load import inline_speed, others_running, parallel_speed
+
+    if not Path("/proc/loadavg").exists():
+        pytest.skip("no /proc/loadavg on this system")
+    burner = subprocess.Popen(
+        [sys.executable, "-c", "import sys; print(flush=True); sys.stdout.close()\nwhile True: pass"],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert burner.stdout is not None and burner.stdout.readline() == b"\n"
+        assert min(others_running() for _ in range(20)) >= 1
+    finally:
+        burner.kill()
+        burner.wait()
+    assert parallel_speed(2, 1, 2) == pytest.approx(4 / 3) and parallel_speed(2, 0, 2) == 2.0
+    assert parallel_speed(4, 0, 2) == 2.0 and parallel_speed(2, 7, 0) == 2.0  # 0 cores: as many as needed
+    assert inline_speed(1, 2) == 1.0 and inline_speed(3, 2) == 0.5
+
+
 def test_functions_left_as_bytes_cost_their_decoding_in_process() -> None:
     """After a wave in workers, an in-process run must first decode what the workers sent back."""
     model = CostModel()
@@ -820,7 +895,7 @@ def test_what_a_chain_costs_in_workers_stands_for_its_in_process_cost_waits_incl
     from ptest_passes import waits_a_little
 
     from parpass.parallel import default_executor
-    from parpass.parallel.worker import run_delay
+    from parpass.parallel.load import run_delay
 
     waited = run_delay()
     assert waited >= 0.0 and run_delay() >= waited  # seconds this process waited for a CPU, so far
