@@ -29,11 +29,13 @@ ships a chain only if it beats in-process by a margin (:data:`_WIN_MARGIN`):
 on a busy machine the same chain's waves spread by more than a thin
 advantage, and in-process cannot lose to itself.
 
-Every measured time is taken back to a machine with nothing else running,
-and every estimate forward to the load of the moment it decides
+A parallel wave's measured time is taken back to a machine with nothing
+else running, and its estimate forward to the load of the moment it decides
 (:mod:`parpass.parallel.load`): a chain measured quiet is judged by what its
 workers will get of the cores now from its first wave under a load, not
-after new waves have outvoted the quiet ones.
+after new waves have outvoted the quiet ones. In-process times are taken as
+they come: this process keeps a core of its own unless more threads than
+cores run.
 
 Shipping a chain that loses in workers on its own work, only because running
 it here would first decode what an earlier wave left as bytes, does not save
@@ -59,7 +61,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from parpass.parallel.load import inline_speed, parallel_speed
+from parpass.parallel.load import parallel_speed
 
 #: Seconds per byte of encoded IR assumed for a pass never measured (a light Python pass runs ~ 10-50 ns/B).
 DEFAULT_RATE = 30e-9
@@ -193,7 +195,6 @@ class CostModel:
     def record_inline(self, chain: Sequence[str], seconds: float, nbytes: int) -> None:
         """The chain took ``seconds`` in-process on ``nbytes`` of IR."""
         if nbytes > 0:
-            seconds *= inline_speed(self.others(), self.cores)
             with self._lock:
                 self._fold(self._inline, tuple(chain), seconds / nbytes)
 
@@ -202,7 +203,6 @@ class CostModel:
         functions, or functions whose sizes were mostly guessed. The chain's in-process cost until a whole
         wave on known sizes measures it."""
         if nbytes > 0:
-            seconds *= inline_speed(self.others(), self.cores)
             with self._lock:
                 self._fold(self._rough, tuple(chain), seconds / nbytes)
 
@@ -344,8 +344,7 @@ class CostModel:
         if parallel is None:
             parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / speed
         parallel += (self.encode_rate + self.decode_rate / speed) * unencoded
-        inline = inline_rate * nbytes / inline_speed(others, self.cores) + self.decode_rate * encoded
-        return inline, parallel
+        return inline_rate * nbytes + self.decode_rate * encoded, parallel
 
     def should_parallelize(
         self, chain: Sequence[str], nbytes: int, workers: int, inline_below: float, encoded: int = 0, unencoded: int = 0

@@ -253,46 +253,83 @@ class ParallelExecutor:
         forced = _inline_reason(ctx, cfg, names)
         if forced is not None:
             return self._run_inline(passes, mod, ctx, observer, names, forced)
-        with _collection_paused():
-            table = self._targets(passes, mod)
-        if not table.indices:
+        auto = cfg.mode == "auto" and cfg.timeout <= 0  # only a worker can be stopped at a timeout: ship then
+        if auto and not self.cost_of(cfg.scheduler).knows(names):
+            return self._run_unknown(passes, mod, ctx, observer, cfg, names)
+        sized = self._sized(passes, mod, time.thread_time())
+        if not sized.table.indices:
             return self._run_inline(passes, mod, ctx, observer, names, "no target functions")
         # With parpass.strict a pass that cannot be pickled fails wherever it would run; else the chain is
         # pickled only once it may go to the workers.
         pickled = self._pack(passes, names, cfg) if cfg.strict else None
-        auto = cfg.mode == "auto" and cfg.timeout <= 0  # only a worker can be stopped at a timeout: ship then
-        known = False
-        unencoded = 0
         if auto:
             # Decide on the amount of IR without encoding anything just to measure it.
-            estimate, encoded, unencoded, guessed = self._estimated_bytes(table)
-            rough = 2 * guessed > estimate  # mostly sizes never seen: a rate learned on them is a rough one
             cost = self.cost_of(cfg.scheduler)
-            known = cost.knows(names)
-            if known and not cost.should_parallelize(
-                names, estimate, cfg.num_workers, cfg.inline_below, encoded, unencoded
+            if not cost.should_parallelize(
+                names, sized.estimate, cfg.num_workers, cfg.inline_below, sized.encoded, sized.unencoded
             ):
                 reason = "estimated faster in-process"
                 # the targets held as bytes are decoded (and timed) first
-                pending = list(map(table.names.__getitem__, table.indices)) if encoded else ()
-                return self._run_inline(passes, mod, ctx, observer, names, reason, (cost, estimate, rough), pending)
-        probing = auto and (not known or not backend_mod.backend_for(cfg.scheduler).ready(cfg.num_workers))
-        if pickled is None and not probing:  # a probe pickles the chain only if it moves it to the workers
+                table = sized.table
+                pending = list(map(table.names.__getitem__, table.indices)) if sized.encoded else ()
+                learn = (cost, sized.estimate, sized.rough)
+                return self._run_inline(passes, mod, ctx, observer, names, reason, learn, pending)
+            self._pool_started = True  # what this chain cost says the workers pay: they may start
+            if not backend_mod.backend_for(cfg.scheduler).ready(cfg.num_workers):
+                outcome = self._probe(passes, mod, ctx, observer, cfg, names, sized)
+                if isinstance(outcome, IRModule):
+                    return outcome
+                assert outcome.pickled is not None
+                return self._ship(passes, outcome.pickled, mod, ctx, observer, cfg, sized, outcome)
+        if pickled is None:
             pickled = self._pack(passes, names, cfg)
             if pickled is None:
                 return self._run_inline(passes, mod, ctx, observer, names, "pass cannot be pickled")
-        probe: _Probe | None = None
-        if known:
-            self._pool_started = True  # what this chain cost says the workers pay: they may start
-        if probing:
-            outcome = self._probe(passes, mod, ctx, observer, cfg, names, table, (estimate, rough))
-            if isinstance(outcome, IRModule):
-                return outcome
-            probe = outcome
-            pickled = probe.pickled
-        assert pickled is not None
+        return self._ship(passes, pickled, mod, ctx, observer, cfg, sized, None)
+
+    def _run_unknown(
+        self,
+        passes: Sequence[FunctionLevelPass],
+        mod: IRModule,
+        ctx: PassContext,
+        observer: ChainObserver | None,
+        cfg: ParallelConfig,
+        names: tuple[str, ...],
+    ) -> IRModule:
+        """A chain of which nothing was learned: the wave starts here as an in-process run would, and reads
+        what it would ship only once it has run long enough for moving to pay (see :meth:`_probe`)."""
+        if cfg.strict:
+            self._pack(passes, names, cfg)  # a pass that cannot be pickled fails before anything runs
+        outcome = self._probe(passes, mod, ctx, observer, cfg, names, None)
+        if isinstance(outcome, IRModule):
+            return outcome
+        assert outcome.pickled is not None and outcome.sized is not None
+        return self._ship(passes, outcome.pickled, mod, ctx, observer, cfg, outcome.sized, outcome)
+
+    def _sized(self, passes: Sequence[FunctionLevelPass], mod: IRModule, cpu_start: float) -> _Sized:
+        """The chain's wave as read from ``mod`` (see :meth:`_targets`) and its estimated bytes (see
+        :meth:`_estimated_bytes`); ``cpu_start``: this thread's CPU time when the wave began."""
         with _collection_paused():
-            shipped = _shipped(mod, names, table, unencoded)
+            table = self._targets(passes, mod, cpu_start)
+        estimate, encoded, unencoded, guessed = self._estimated_bytes(table)
+        # mostly sizes never seen: a rate learned on them is a rough one
+        return _Sized(table, estimate, encoded, unencoded, 2 * guessed > estimate)
+
+    def _ship(
+        self,
+        passes: Sequence[FunctionLevelPass],
+        pickled: bytes,
+        mod: IRModule,
+        ctx: PassContext,
+        observer: ChainObserver | None,
+        cfg: ParallelConfig,
+        sized: _Sized,
+        probe: _Probe | None,
+    ) -> IRModule:
+        """Run the wave ``sized`` in workers (the rest of it after ``probe``, if given)."""
+        names = tuple(p.info.name for p in passes)
+        with _collection_paused():
+            shipped = _shipped(mod, names, sized.table, sized.unencoded)
         self._bytes_per_function = sum(shipped.sizes) / len(shipped.sizes)
         return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, shipped, probe)
 
@@ -312,13 +349,14 @@ class ParallelExecutor:
             _warn_unenforced_timeout(cfg, names, "pass cannot be pickled")
             return None
 
-    def _targets(self, passes: Sequence[FunctionLevelPass], mod: IRModule) -> _Table:
-        """The functions any pass of the chain may visit (kind and SkipOptimization read without decoding).
+    def _targets(self, passes: Sequence[FunctionLevelPass], mod: IRModule, cpu_start: float) -> _Table:
+        """The functions any pass of the chain may visit (kind and SkipOptimization read without decoding);
+        ``cpu_start``: this thread's CPU time when the wave began.
 
         The heads are read once per wave; the targets of a chain of the same kinds are taken again from the
         last wave that had the same heads (a pipeline's next pass of the same kind, mostly).
         """
-        t0, cpu = time.perf_counter(), time.thread_time()
+        t0 = time.perf_counter()
         columns = mod.columns()
         heads = columns.heads
         key = _visit_key(passes)
@@ -329,7 +367,7 @@ class ParallelExecutor:
             if len(self._visited) >= _VISITED_KEPT:
                 self._visited.clear()
             self._visited[key] = (heads, indices)  # these heads: the next wave's are these very objects
-        return _Table(columns, indices, time.perf_counter() - t0, cpu)
+        return _Table(columns, indices, time.perf_counter() - t0, cpu_start)
 
     def _probe(
         self,
@@ -339,49 +377,43 @@ class ParallelExecutor:
         observer: ChainObserver | None,
         cfg: ParallelConfig,
         names: tuple[str, ...],
-        table: _Table,
-        sized: tuple[int, bool],
+        sized: _Sized | None,
     ) -> IRModule | _Probe:
         """Run the chain's first pass in-process, in module order; start the workers when the work it shows
         pays for their start-up, and move the rest of the chain to them once they are ready and that pays.
 
-        Returns the result when the whole chain ran in-process, else what ran here (a :class:`_Probe`).
-        ``sized`` is the wave's estimated bytes and whether they are mostly guessed (see _estimated_bytes).
+        Returns the result when the whole chain ran in-process, else what ran here (a :class:`_Probe`, with
+        the wave as read). ``sized`` is the wave as read (see :meth:`_sized`); None for a chain not known
+        yet: it is read at the first check, so that a wave over before it costs what in-process costs.
         This is how a chain the cost model does not know yet (or a pool not started yet) costs at most a
         few checks more than in-process: nothing is decided on a guess. The serial order holds: the first
         pass's first functions run here, before anything the workers run.
         """
+        cpu_start = time.thread_time()
         p0 = passes[0]
         view = mod.read_only_view(view_reason(p0.info.name))
-        # the first pass's targets, and what they are held as, from the columns the wave read (p0.targets and
-        # the module's accessors would read them again)
-        all_names, heads, sizes, decoded, _, _ = table.columns
-        first = [i for i in table.indices if len(passes) == 1 or p0.visits(*heads[i])]
-        estimate, rough = sized
-        per_function = estimate / max(1, len(table.indices))
+        first = p0.targets(mod)
+        fallback = sized.estimate / max(1, len(sized.table.indices)) if sized else self._bytes_per_function
         probe = _Probe()
         start, cpu = time.perf_counter(), time.process_time()
         check = start + _PROBE_FIRST
-        done = 0.0
+        done = guessed = 0.0
         shipped = asked = False
         if observer is not None:
             observer.before_stage(0)
         try:
-            for count, index in enumerate(first):
-                name = all_names[index]
-                if decoded[index]:
-                    func = mod[name]
-                else:
-                    before = time.perf_counter()
-                    func = mod[name]
-                    probe.decode_seconds += time.perf_counter() - before
-                    probe.decoded_bytes += sizes[index] or 0
-                probe.results[name] = p0.transform_one(func, name, view, ctx)
-                done += sizes[index] or self._sizes.get(name) or per_function
+            for count, name in enumerate(first):
+                size, guess = self._probed_size(probe.run(p0, mod, name, view, ctx), name, fallback)
+                done += size
+                guessed += guess
                 now = time.perf_counter()
                 if now >= check and _PROBE_MIN_FUNCTIONS <= count + 1 < len(first):
-                    check = now + _PROBE_EVERY
-                    if not self._worth_moving(names, now - start, done, estimate, cfg):
+                    if sized is None:  # the pass's time is counted without the reading's
+                        reading = time.process_time()
+                        sized = self._sized(passes, mod, cpu_start)
+                        start, cpu = start + time.perf_counter() - now, cpu + time.process_time() - reading
+                    check = time.perf_counter() + _PROBE_EVERY
+                    if not self._worth_moving(names, now - start, done, sized.estimate, cfg):
                         continue
                     moving = self._move_now(probe, passes, names, cfg)
                     if moving:
@@ -396,15 +428,25 @@ class ParallelExecutor:
         probe.timing = StageTiming(time.perf_counter() - start, time.process_time() - cpu, in_caller=True)
         self._inline_seconds += probe.timing.wall
         probe.done_bytes = done
+        probe.sized = sized
         # What the first pass cost here, moved or not: a chain of it alone need not be run in-process once
         # more only to learn that (see CostModel.should_parallelize).
         cost = self.cost_of(cfg.scheduler)
         cost.record_decode(probe.decode_seconds, probe.decoded_bytes)
-        record = cost.record_rough if shipped or rough else cost.record_inline  # its first functions, or all
+        record = cost.record_rough if shipped or 2 * guessed > done else cost.record_inline  # a few, or guessed
         record(names[:1], probe.timing.wall - probe.decode_seconds, int(done))
         if shipped:
             return probe
-        return self._finish_in_process(passes, names, mod, ctx, observer, probe, asked, (cost, estimate, rough))
+        return self._finish_in_process(passes, names, mod, ctx, observer, probe, asked, cpu_start)
+
+    def _probed_size(self, held: int | None, name: str, fallback: float) -> tuple[int, int]:
+        """A probed function's encoded size: as ``held``, else as last seen, else ``fallback``; and how much
+        of it is guessed (all, or nothing)."""
+        if held is None:
+            held = self._sizes.get(name)
+            if held is None:
+                return int(fallback), int(fallback)
+        return held, 0
 
     def _move_now(
         self, probe: _Probe, passes: Sequence[FunctionLevelPass], names: tuple[str, ...], cfg: ParallelConfig
@@ -427,13 +469,15 @@ class ParallelExecutor:
         observer: ChainObserver | None,
         probe: _Probe,
         asked: bool,
-        learn: _Learning,
+        cpu_start: float,
     ) -> IRModule:
         """After the first pass of the chain ran here on every function (``probe``): its result, and the rest
         of the chain run (in the workers if they were ``asked`` for and it pays, else here).
 
-        A chain that ran here whole is learned whole (into ``learn``): run again, it is decided at once
-        instead of probed again."""
+        A chain that ran here whole is learned whole: run again, it is decided at once instead of probed
+        again. One that took less than a round trip to the workers could not have gained there: unless
+        the probe read the wave already, it is not read to learn that (run again, it starts here again, at
+        no more cost than in-process)."""
         if observer is not None:
             observer.after_stage(0, probe.timing)
         out = mod.copy()
@@ -452,8 +496,13 @@ class ParallelExecutor:
         out = self._run_inline(passes[1:], out, ctx, rest, names[1:], "after the first pass ran in-process")
         seconds = time.perf_counter() - began
         self._inline_seconds += seconds
-        cost, nbytes, rough = learn
-        (cost.record_rough if rough else cost.record_inline)(names, wall - probe.decode_seconds + seconds, nbytes)
+        cost = self.cost_of(ParallelConfig.of(ctx).scheduler)
+        took = wall - probe.decode_seconds + seconds
+        sized = probe.sized
+        if sized is None and took >= cost.overhead:
+            sized = self._sized(passes, mod, cpu_start)
+        if sized is not None:
+            (cost.record_rough if sized.rough else cost.record_inline)(names, took, sized.estimate)
         return out
 
     def _worth_moving(
@@ -1128,6 +1177,18 @@ class _Shipped(NamedTuple):
         return self.table.cpu_start
 
 
+class _Sized(NamedTuple):
+    """A wave as read from the module (see :meth:`ParallelExecutor._sized`): its table, its estimated
+    encoded bytes, of those the ones held only as bytes and the ones held only decoded, and whether the
+    sizes are mostly guessed (never seen encoded: a rate learned on them is a rough one)."""
+
+    table: _Table
+    estimate: int
+    encoded: int
+    unencoded: int
+    rough: bool
+
+
 class _Probe:
     """What a wave ran in-process before it moved to workers: its first pass on its first functions."""
 
@@ -1138,6 +1199,21 @@ class _Probe:
         self.decoded_bytes = 0
         self.done_bytes = 0.0  # the encoded size of the functions the pass ran on
         self.pickled: bytes | None = None  # the chain for the workers, once the probe moves it there
+        self.sized: _Sized | None = None  # the wave as read, once the probe read it
+
+    def run(self, p: FunctionLevelPass, mod: IRModule, name: str, view: IRModule, ctx: PassContext) -> int | None:
+        """Run ``p`` on function ``name`` of ``mod`` (its decoding, if held as bytes, timed apart); its size
+        as held encoded, None if it is held only decoded."""
+        size = mod.cached_size(name)
+        if mod.is_decoded(name):
+            func = mod[name]
+        else:
+            before = time.perf_counter()
+            func = mod[name]
+            self.decode_seconds += time.perf_counter() - before
+            self.decoded_bytes += size or 0
+        self.results[name] = p.transform_one(func, name, view, ctx)
+        return size
 
 
 class _Run:

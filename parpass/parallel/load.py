@@ -1,12 +1,12 @@
 """What else wants this machine's CPUs now, and what that leaves a wave.
 
-A wave's measured time says what its workers got of the machine when it ran.
-A chain measured on a quiet machine and run again while another program burns
-a core would be judged by its quiet time until new waves outvote it; the
-runnable count the kernel keeps (``/proc/loadavg``) says at once that the
-workers will share their cores. The cost model takes every measured time back
-to a machine with nothing else running (see :func:`parallel_speed` and
-:func:`inline_speed`) and forward to the load of the moment it decides.
+A parallel wave's measured time says what its workers got of the machine
+when it ran. A chain measured on a quiet machine and run again while another
+program burns a core would be judged by its quiet time until new waves
+outvote it; the runnable count the kernel keeps (``/proc/loadavg``) says at
+once that the workers will share their cores. The cost model takes such a
+time back to a machine with nothing else running (see
+:func:`parallel_speed`) and forward to the load of the moment it decides.
 """
 
 from __future__ import annotations
@@ -73,8 +73,3 @@ def parallel_speed(workers: int, others: int, cores: int) -> float:
     if cores <= 0:
         return float(workers)
     return workers * min(1.0, cores / (workers + others))
-
-
-def inline_speed(others: int, cores: int) -> float:
-    """What share of a core this process gets on ``cores`` cores while ``others`` other threads run."""
-    return parallel_speed(1, others, cores)
