@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Container, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from multiprocessing.pool import ThreadPool
 from typing import TYPE_CHECKING, Any, cast
 
@@ -432,8 +433,9 @@ class ClusterCrew(StoreKeeper):
         self._wave = ""
         self._header: WaveHeader | None = None  # the wave's, to send it whole where a worker lacks a function
         self._whole: set[str] = set()  # the workers that have the wave whole
-        #: the workers the wave went to without what other workers hold: what each holds, and what it lacks
-        self._top_up: dict[str, tuple[set[int], set[int]]] = {}
+        #: the workers the wave went to without what other workers hold: what each holds, what it lacks, and
+        #: what no chunk of the wave reads
+        self._top_up: dict[str, tuple[set[int], set[int], set[int]]] = {}
         #: whether a chunk of the wave needed a function its payload left out (the executor reads it)
         self.lacked = False
         self._done: queue.SimpleQueue[Future] = queue.SimpleQueue()  # chunks done, as they come
@@ -444,14 +446,15 @@ class ClusterCrew(StoreKeeper):
         super().begin_wave(directory)
         self._directory = directory
 
-    def publish(self, header: WaveHeader, self_contained: bool = False) -> str:
+    def publish(self, header: WaveHeader, targets: AbstractSet[int] | None = None) -> str:
         """Send each worker of the crew the wave, less the functions the executor says its seat holds
         resident (``owners``): a wave of a pipeline's next pass sends each worker about the other's half.
 
-        Where the passes read no other function (``self_contained``), each worker is sent only what no
-        worker holds, so that its chunks, on what it holds, start at once; what others hold follows if it
-        takes a chunk from another's queue (see :meth:`run`), the whole wave if a pass looks one up after
-        all (the chunk runs again: see :func:`run_cluster_chunk`)."""
+        Where the passes read no function but the one they transform (``targets`` given), each worker is
+        sent only the targets no worker holds, so that its chunks, on what it holds, start at once (the
+        functions no pass of the wave visits are sent to none: a module's PrimFuncs, in a wave of Relax
+        passes); what others hold follows if it takes a chunk from another's queue (see :meth:`run`), the
+        whole wave if a pass looks one up after all (the chunk runs again: see :func:`run_cluster_chunk`)."""
         self._limit = header.store_limit
         self._header = header
         self._wave = wave = f"parpass-wave-{os.urandom(8).hex()}"
@@ -463,17 +466,21 @@ class ClusterCrew(StoreKeeper):
         for seat, address in enumerate(self._route):
             if self._route.count(address) > 1:  # a worker serving two seats (one was lost): the whole wave
                 held[seat] = set()
+        unread = set() if targets is None else set(range(len(header.digests))).difference(targets)
         if not any(held):  # nobody holds anything yet: the same bytes for all, sent once
-            self._send_whole(sorted(set(self._route)), again=True)
+            if unread:
+                self._share(pack_wave(header, self.stores, (), unread), sorted(set(self._route)))
+            else:
+                self._send_whole(sorted(set(self._route)), again=True)
             return wave
         plans = dict(zip(self._route, held, strict=True))
-        everyone = set().union(*held) if self_contained else set()
+        everyone = set().union(*held) if targets is not None else set()
         for address, skip in plans.items():
             elsewhere = everyone - skip
-            self._waves[wave][address] = self._send(pack_wave(header, self.stores, skip, elsewhere), [address])
+            self._waves[wave][address] = self._send(pack_wave(header, self.stores, skip, elsewhere | unread), [address])
             if elsewhere:
-                self._top_up[address] = (skip, elsewhere)
-            elif not skip:
+                self._top_up[address] = (skip, elsewhere, unread)
+            elif not skip and not unread:
                 self._whole.add(address)
         return wave
 
@@ -485,11 +492,7 @@ class ClusterCrew(StoreKeeper):
             return
         assert self._header is not None
         del self._top_up[address]
-        waves = self._waves[self._wave]
-        old = waves.get(address)
-        waves[address] = self._send(pack_wave(self._header, self.stores, plan[0]), [address])
-        if old is not None:
-            old.release()
+        self._share(pack_wave(self._header, self.stores, plan[0], plan[2]), [address])
 
     def _held(self, header: WaveHeader) -> list[set[int]]:
         """Per seat, the functions of the wave whose digest the executor last saw it hold."""
@@ -516,15 +519,20 @@ class ClusterCrew(StoreKeeper):
         addresses = [address for address in addresses if again or address not in self._whole]
         if not addresses:
             return
+        self._share(pack_wave(self._header, self.stores), addresses)
+        self._whole.update(addresses)
+
+    def _share(self, payload: bytes, addresses: list[str]) -> None:
+        """``payload`` the wave's data on the workers ``addresses`` from now on (one Dask data item), in place
+        of what they had of it."""
         for address in addresses:
             self._top_up.pop(address, None)
-        whole = self._send(pack_wave(self._header, self.stores), addresses)
-        self._whole.update(addresses)
+        data = self._send(payload, addresses)
         waves = self._waves[self._wave]
         for address in addresses:
             old = waves.get(address)
-            waves[address] = whole
-            if old is not None and old is not whole:
+            waves[address] = data
+            if old is not None and old is not data:
                 old.release()
 
     def withdraw(self, wave: str) -> None:

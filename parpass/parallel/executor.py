@@ -753,7 +753,8 @@ class ParallelExecutor:
             reads = names in self._reads_others or any(
                 p.reads_other_functions or p.info.name in self._looks_up for p in passes
             )
-            wave_path = crew.publish(self._header(wave, crew, placed, store_limit, probes), not reads)
+            header = self._header(wave, crew, placed, store_limit, probes)
+            wave_path = crew.publish(header, None if reads else set(indices))
         except CrewLost as lost:  # nothing of the wave ran
             raise _LostElsewhere(lost) from lost
         try:

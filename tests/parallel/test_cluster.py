@@ -245,14 +245,15 @@ def test_a_worker_is_sent_only_the_functions_it_does_not_hold(
         out = second(keep_even(mod))
     assert module_bytes(out) == expected
     first, later, elsewhere = payloads[0], payloads[1:], payloads.elsewhere[1:]
-    assert first[0] == 0  # the first wave whole, once
-    # the next one per worker, with none of the functions either holds (all 57 targets)
-    assert [held + away for (held, _), away in zip(later[:2], elsewhere[:2], strict=True)] == [57, 57]
+    assert first[0] == 0 and payloads.elsewhere[0] == 3  # the first wave once, less what no pass visits
+    # the next one per worker, with none of the functions either holds (all 57 targets), nor the 3 that
+    # no pass of the wave visits
+    assert [held + away for (held, _), away in zip(later[:2], elsewhere[:2], strict=True)] == [60, 60]
     assert all(0 < held < total for held, total in later[:2])
-    # then, to a worker that takes a chunk from the other's queue, the wave less what it holds
+    # then, to a worker that takes a chunk from the other's queue, the wave less what it holds (and the 3)
     rest = list(zip(later[2:], elsewhere[2:], strict=True))
     if not lookups:
-        assert all(away == 0 and (held, total) in later[:2] for (held, total), away in rest)
+        assert all(away == 3 and (held, total) in later[:2] for (held, total), away in rest)
         return
     assert ((0, 60), 0) in rest  # a worker's first chunk looked up the other's functions: it got the wave whole
     payloads.clear()
