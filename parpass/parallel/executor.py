@@ -256,7 +256,7 @@ class ParallelExecutor:
         auto = cfg.mode == "auto" and cfg.timeout <= 0  # only a worker can be stopped at a timeout: ship then
         if auto and not self.cost_of(cfg.scheduler).knows(names):
             return self._run_unknown(passes, mod, ctx, observer, cfg, names)
-        sized = self._sized(passes, mod, time.thread_time())
+        sized = self._sized(passes, mod, time.thread_time(), estimate=auto)
         if not sized.table.indices:
             return self._run_inline(passes, mod, ctx, observer, names, "no target functions")
         # With parpass.strict a pass that cannot be pickled fails wherever it would run; else the chain is
@@ -306,14 +306,19 @@ class ParallelExecutor:
         assert outcome.pickled is not None and outcome.sized is not None
         return self._ship(passes, outcome.pickled, mod, ctx, observer, cfg, outcome.sized, outcome)
 
-    def _sized(self, passes: Sequence[FunctionLevelPass], mod: IRModule, cpu_start: float) -> _Sized:
-        """The chain's wave as read from ``mod`` (see :meth:`_targets`) and its estimated bytes (see
-        :meth:`_estimated_bytes`); ``cpu_start``: this thread's CPU time when the wave began."""
+    def _sized(
+        self, passes: Sequence[FunctionLevelPass], mod: IRModule, cpu_start: float, estimate: bool = True
+    ) -> _Sized:
+        """The chain's wave as read from ``mod`` (see :meth:`_targets`) and, with ``estimate`` (what only
+        ``auto`` decides on), its estimated bytes (see :meth:`_estimated_bytes`; else none);
+        ``cpu_start``: this thread's CPU time when the wave began."""
         with _collection_paused():
             table = self._targets(passes, mod, cpu_start)
-        estimate, encoded, unencoded, guessed = self._estimated_bytes(table)
+        if not estimate:
+            return _Sized(table, 0, 0, 0, False)
+        total, encoded, unencoded, guessed = self._estimated_bytes(table)
         # mostly sizes never seen: a rate learned on them is a rough one
-        return _Sized(table, estimate, encoded, unencoded, 2 * guessed > estimate)
+        return _Sized(table, total, encoded, unencoded, 2 * guessed > total)
 
     def _ship(
         self,
@@ -408,12 +413,13 @@ class ParallelExecutor:
                 guessed += guess
                 now = time.perf_counter()
                 if now >= check and _PROBE_MIN_FUNCTIONS <= count + 1 < len(first):
+                    elapsed = now - start
                     if sized is None:  # the pass's time is counted without the reading's
                         reading = time.process_time()
                         sized = self._sized(passes, mod, cpu_start)
                         start, cpu = start + time.perf_counter() - now, cpu + time.process_time() - reading
                     check = time.perf_counter() + _PROBE_EVERY
-                    if not self._worth_moving(names, now - start, done, sized.estimate, cfg):
+                    if not self._worth_moving(names, elapsed, done, sized.estimate, cfg):
                         continue
                     moving = self._move_now(probe, passes, names, cfg)
                     if moving:

@@ -807,6 +807,30 @@ def test_auto_keeps_a_small_module_in_process(history) -> None:  # type: ignore[
         assert module_bytes(out) == module_bytes(count_bindings(small))
 
 
+def test_a_chain_not_known_reads_nothing_of_the_wave_before_the_probe_s_first_check(
+    monkeypatch: pytest.MonkeyPatch,
+    history,  # type: ignore[no-untyped-def]
+) -> None:
+    """A chain ``auto`` knows nothing of starts as an in-process run would: a wave over before the probe's
+    first check never reads what it would ship (every function's size and where it is held), so a first run
+    of a light pipeline on a small module costs what in-process costs."""
+    from parpass.parallel import default_executor
+
+    small = random_module(num_functions=6, num_prim_funcs=0, size=4, seed=1)
+    chain = Sequential([count_bindings, rebuild])
+    with parallel_ctx(1):
+        expected = module_bytes(chain(small))
+    default_executor.cost_of("").overhead = 1.0  # a round trip far dearer than this chain: nothing to learn
+
+    def read(*args: object) -> None:
+        raise AssertionError("the wave was read")
+
+    monkeypatch.setattr(type(default_executor), "_targets", read)
+    with PassContext(config={"parpass.num_workers": 2}):
+        assert module_bytes(chain(small)) == expected
+    assert not any(w.parallel for w in history)
+
+
 def test_a_chain_that_ran_here_whole_after_its_probe_is_decided_at_once_the_next_time(history) -> None:  # type: ignore[no-untyped-def]
     """A chain probed (its first pass here, function by function) and kept here whole is learned whole: run
     again, it is decided before anything runs, not probed again at a few checks a function. One whose run
