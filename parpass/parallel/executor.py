@@ -443,7 +443,7 @@ class ParallelExecutor:
         record(names[:1], probe.timing.wall - probe.decode_seconds, int(done))
         if shipped:
             return probe
-        return self._finish_in_process(passes, names, mod, ctx, observer, probe, asked, cpu_start)
+        return self._finish_in_process(passes, names, mod, ctx, observer, probe, cfg, asked, cpu_start)
 
     def _probed_size(self, held: int | None, name: str, fallback: float) -> tuple[int, int]:
         """A probed function's encoded size: as ``held``, else as last seen, else ``fallback``; and how much
@@ -474,11 +474,13 @@ class ParallelExecutor:
         ctx: PassContext,
         observer: ChainObserver | None,
         probe: _Probe,
+        cfg: ParallelConfig,
         asked: bool,
         cpu_start: float,
     ) -> IRModule:
         """After the first pass of the chain ran here on every function (``probe``): its result, and the rest
-        of the chain run (in the workers if they were ``asked`` for and it pays, else here).
+        of the chain run (in the workers if they were ``asked`` for and it pays, else here); ``cpu_start``:
+        this thread's CPU time when the wave began.
 
         A chain that ran here whole is learned whole: run again, it is decided at once instead of probed
         again. One that took less than a round trip to the workers could not have gained there: unless
@@ -502,7 +504,7 @@ class ParallelExecutor:
         out = self._run_inline(passes[1:], out, ctx, rest, names[1:], "after the first pass ran in-process")
         seconds = time.perf_counter() - began
         self._inline_seconds += seconds
-        cost = self.cost_of(ParallelConfig.of(ctx).scheduler)
+        cost = self.cost_of(cfg.scheduler)
         took = wall - probe.decode_seconds + seconds
         sized = probe.sized
         if sized is None and took >= cost.overhead:
