@@ -245,16 +245,24 @@ class CostModel:
         Each such wave stands for its own time, its part beyond the round trip scaled to ``nbytes`` and to
         what the workers get of the cores now against then: a wave of the same size on the same load is
         estimated at what it took, whatever the round trip is estimated at since (that estimate moves with
-        every wave of every chain: 40 to 100 ms on a cluster within a few runs).
+        every wave of every chain: 40 to 100 ms on a cluster within a few runs). Waves measured on this
+        load, if there are any, stand for it alone: scaled from another load, a quiet wave is a model's
+        guess, which outvoted what the chain took under the load itself (a small wave's time grew 2-2.4x
+        under one busy program where the cores' share says 1.5x).
         """
         now = self.speed(workers, others)
         with self._lock:
             fixed = self.overhead
-            times = [
-                fixed + max(wave.seconds - fixed, 0.0) * nbytes / wave.nbytes * self.speed(workers, wave.others) / now
+            waves = [
+                wave
                 for wave in self._parallel.get(tuple(chain), ())
                 if wave.workers == workers and nbytes / _COMPARABLE <= wave.nbytes <= nbytes * _COMPARABLE
-            ][-_PARALLEL_SAMPLES:]
+            ]
+            here = [wave for wave in waves if wave.others == others]
+            times = [
+                fixed + max(wave.seconds - fixed, 0.0) * nbytes / wave.nbytes * self.speed(workers, wave.others) / now
+                for wave in (here or waves)[-_PARALLEL_SAMPLES:]
+            ]
             return statistics.median(times) if times else None
 
     def record_changed(self, chain: Sequence[str], changed: int, functions: int) -> None:

@@ -386,6 +386,20 @@ def test_a_chain_measured_quiet_is_judged_by_the_load_from_its_first_decision_un
     assert model.measured_parallel(["Wide"], 3_000_000, 2, 1) == pytest.approx(0.300, rel=0.01)
 
 
+def test_a_wave_measured_under_the_load_stands_for_it_over_quiet_waves_scaled() -> None:
+    """Scaled from a quiet machine, a chain's waves are a model's guess of what it takes under a load; once
+    one of its waves ran under that load, that wave says it (a small wave took 2-2.4x its quiet time beside
+    one busy program, not the 1.5x the cores' share says), and the quiet ones still say the quiet time."""
+    model = _loaded_model([0] * 3 + [1])
+    for _ in range(3):
+        model.record_parallel(["DCE"], 0.050, 3_000_000, 2)  # quiet
+    model.others()  # the load starts (its first sample alone does not count)
+    model.record_parallel(["DCE"], 0.110, 3_000_000, 2)  # under the load
+    assert model.measured_parallel(["DCE"], 3_000_000, 2, 1) == pytest.approx(0.110)
+    assert model.measured_parallel(["DCE"], 3_000_000, 2, 0) == pytest.approx(0.050)
+    assert model.measured_parallel(["DCE"], 3_000_000, 2, 2) == pytest.approx(0.004 + 0.046 * 2.0)  # none: scaled
+
+
 def test_a_load_in_one_sample_only_is_not_a_load() -> None:
     """A kernel thread's wake-up shows in one sample of the runnable count; a program that keeps a core busy
     shows in every one. The model counts what two samples in a row agree on."""
