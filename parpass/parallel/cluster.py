@@ -31,8 +31,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Container, Iterator, Mapping
-from collections.abc import Set as AbstractSet
+from collections.abc import Collection, Container, Iterator, Mapping
 from multiprocessing.pool import ThreadPool
 from typing import TYPE_CHECKING, Any, cast
 
@@ -446,7 +445,7 @@ class ClusterCrew(StoreKeeper):
         super().begin_wave(directory)
         self._directory = directory
 
-    def publish(self, header: WaveHeader, targets: AbstractSet[int] | None = None) -> str:
+    def publish(self, header: WaveHeader, targets: Collection[int] | None = None) -> str:
         """Send each worker of the crew the wave, less the functions the executor says its seat holds
         resident (``owners``): a wave of a pipeline's next pass sends each worker about the other's half.
 

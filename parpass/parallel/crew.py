@@ -24,8 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Collection, Sequence
 from multiprocessing.connection import Connection, Listener
 from multiprocessing.connection import wait as wait_ready
 from typing import TYPE_CHECKING, Protocol
@@ -69,7 +68,7 @@ class CrewLike(Protocol):
 
     def place(self, directory: str, limit: int, blobs: list[bytes | memoryview]) -> tuple[str, list[int]]: ...
 
-    def publish(self, header: WaveHeader, targets: AbstractSet[int] | None = None) -> str:
+    def publish(self, header: WaveHeader, targets: Collection[int] | None = None) -> str:
         """Make the wave reachable by the seats; ``targets``: the functions its chunks run on, where as far as
         the executor knows its passes read no function but the one they transform (a crew may then send each
         seat less to start with); None where they may read any."""
@@ -281,7 +280,7 @@ class Crew(StoreKeeper):
         self.last_used = time.monotonic()
         return out
 
-    def publish(self, header: WaveHeader, targets: AbstractSet[int] | None = None) -> str:
+    def publish(self, header: WaveHeader, targets: Collection[int] | None = None) -> str:
         """Make a wave reachable by the seats: its name, which :meth:`run` passes on (here, its file: the
         seats map what they read of it, so all of it is there whatever the passes read)."""
         return write_wave(header)

@@ -254,8 +254,13 @@ class ParallelExecutor:
         if forced is not None:
             return self._run_inline(passes, mod, ctx, observer, names, forced)
         auto = cfg.mode == "auto" and cfg.timeout <= 0  # only a worker can be stopped at a timeout: ship then
-        if auto and not self.cost_of(cfg.scheduler).knows(names):
-            return self._run_unknown(passes, mod, ctx, observer, cfg, names)
+        cost = self.cost_of(cfg.scheduler)
+        if auto and not cost.knows(names):
+            # Nothing learned to decide on: the wave starts here as an in-process run would, and reads what
+            # it would ship only once it has run long enough for moving to pay.
+            if cfg.strict:
+                self._pack(passes, names, cfg)  # a pass that cannot be pickled fails before anything runs
+            return self._probed(passes, mod, ctx, observer, cfg, names, None)
         sized = self._sized(passes, mod, time.thread_time(), estimate=auto)
         if not sized.table.indices:
             return self._run_inline(passes, mod, ctx, observer, names, "no target functions")
@@ -264,7 +269,6 @@ class ParallelExecutor:
         pickled = self._pack(passes, names, cfg) if cfg.strict else None
         if auto:
             # Decide on the amount of IR without encoding anything just to measure it.
-            cost = self.cost_of(cfg.scheduler)
             if not cost.should_parallelize(
                 names, sized.estimate, cfg.num_workers, cfg.inline_below, sized.encoded, sized.unencoded
             ):
@@ -276,18 +280,14 @@ class ParallelExecutor:
                 return self._run_inline(passes, mod, ctx, observer, names, reason, learn, pending)
             self._pool_started = True  # what this chain cost says the workers pay: they may start
             if not backend_mod.backend_for(cfg.scheduler).ready(cfg.num_workers):
-                outcome = self._probe(passes, mod, ctx, observer, cfg, names, sized)
-                if isinstance(outcome, IRModule):
-                    return outcome
-                assert outcome.pickled is not None
-                return self._ship(passes, outcome.pickled, mod, ctx, observer, cfg, sized, outcome)
+                return self._probed(passes, mod, ctx, observer, cfg, names, sized)
         if pickled is None:
             pickled = self._pack(passes, names, cfg)
             if pickled is None:
                 return self._run_inline(passes, mod, ctx, observer, names, "pass cannot be pickled")
         return self._ship(passes, pickled, mod, ctx, observer, cfg, sized, None)
 
-    def _run_unknown(
+    def _probed(
         self,
         passes: Sequence[FunctionLevelPass],
         mod: IRModule,
@@ -295,15 +295,14 @@ class ParallelExecutor:
         observer: ChainObserver | None,
         cfg: ParallelConfig,
         names: tuple[str, ...],
+        sized: _Sized | None,
     ) -> IRModule:
-        """A chain of which nothing was learned: the wave starts here as an in-process run would, and reads
-        what it would ship only once it has run long enough for moving to pay (see :meth:`_probe`)."""
-        if cfg.strict:
-            self._pack(passes, names, cfg)  # a pass that cannot be pickled fails before anything runs
-        outcome = self._probe(passes, mod, ctx, observer, cfg, names, None)
+        """The wave begun here by a probe (see :meth:`_probe`), its rest run in the workers if the probe
+        moved it there."""
+        outcome = self._probe(passes, mod, ctx, observer, cfg, names, sized)
         if isinstance(outcome, IRModule):
             return outcome
-        assert outcome.pickled is not None and outcome.sized is not None
+        assert outcome.pickled is not None and outcome.sized is not None  # a probe that moves read the wave
         return self._ship(passes, outcome.pickled, mod, ctx, observer, cfg, outcome.sized, outcome)
 
     def _sized(
@@ -762,7 +761,7 @@ class ParallelExecutor:
                 p.reads_other_functions or p.info.name in self._looks_up for p in passes
             )
             header = self._header(wave, crew, placed, store_limit, probes)
-            wave_path = crew.publish(header, None if reads else set(indices))
+            wave_path = crew.publish(header, None if reads else indices)
         except CrewLost as lost:  # nothing of the wave ran
             raise _LostElsewhere(lost) from lost
         try:
