@@ -8,6 +8,7 @@ parallel executor passes worker results through the parent this way, and
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from itertools import repeat
@@ -150,6 +151,45 @@ def _held_columns(slots: list[_SlotBase]) -> tuple[list[int | None], list[bool]]
     return [None if data is None else len(data) for data in held], [slot.func is not None for slot in slots]
 
 
+def _patched(
+    columns: ModuleColumns,
+    positions: Sequence[int],
+    data: Sequence[bytes | memoryview],
+    digests: Sequence[bytes | None],
+    locations: Sequence[object],
+    heads: Sequence[_Head],
+) -> ModuleColumns:
+    """``columns`` with the functions at ``positions`` replaced by ones held only as ``data`` (new lists)."""
+    out = ModuleColumns(
+        columns.names,
+        list(columns.heads),
+        list(columns.sizes),
+        list(columns.decoded),
+        list(columns.digests),
+        list(columns.locations),
+    )
+    columns_and_values: list[tuple[list[Any], Iterable[Any]]] = [
+        (out.heads, heads),
+        (out.sizes, map(len, data)),
+        (out.decoded, repeat(False)),
+        (out.digests, digests),
+        (out.locations, locations),
+    ]
+    for column, values in columns_and_values:
+        deque(map(column.__setitem__, positions, values), maxlen=0)
+    return out
+
+
+def _at_positions(order: list[str], positions: Sequence[int], names: Sequence[str]) -> bool:
+    """Whether ``names`` are the names at ``positions`` of ``order``."""
+    if len(positions) != len(names) or min(positions, default=0) < 0:
+        return False
+    try:
+        return list(map(order.__getitem__, positions)) == list(names)
+    except IndexError:
+        return False
+
+
 def _known_head(slot: _SlotBase | None) -> _Head | None:
     """The class and attributes ``slot`` holds without reading its bytes (None if it holds none)."""
     if slot is None:
@@ -198,7 +238,7 @@ class IRModule:
     module order (the order functions were first added).
     """
 
-    __slots__ = ("_attrs", "_read_only", "_slots")
+    __slots__ = ("_attrs", "_columns", "_read_only", "_slots")
 
     def __init__(
         self,
@@ -208,6 +248,8 @@ class IRModule:
         self._slots: dict[str, _SlotBase] = {}
         self._attrs: FrozenAttrs = frozen_attrs(attrs or {}, _MODULE_ATTR)
         self._read_only: str | None = None
+        #: :meth:`columns` as last read or merged, until the module changes (see there)
+        self._columns: ModuleColumns | None = None
         if functions is not None:
             items = functions.items() if isinstance(functions, Mapping) else functions
             for key, func in items:
@@ -223,7 +265,10 @@ class IRModule:
         return slot
 
     def __getitem__(self, key: FuncKey) -> BaseFunc:
-        return self._slot(key).get()
+        slot = self._slot(key)
+        if slot.func is None:
+            self._columns = None  # its "decoded" column changes
+        return slot.get()
 
     def __contains__(self, key: object) -> bool:
         if isinstance(key, GlobalVar):
@@ -242,6 +287,7 @@ class IRModule:
 
     def items(self) -> Iterator[tuple[GlobalVar, BaseFunc]]:
         """``(GlobalVar, function)`` pairs in module order (decodes lazily held functions)."""
+        self._columns = None  # the "decoded" column changes
         for name, slot in list(self._slots.items()):
             yield GlobalVar(name), slot.get()
 
@@ -271,8 +317,10 @@ class IRModule:
     # ------------------------------------------------------------ changing
 
     def _check_writable(self) -> None:
+        """Raise on a read-only module; called first by every change of the functions."""
         if self._read_only is not None:
             raise ReadOnlyModuleError(f"this IRModule is read-only: {self._read_only}")
+        self._columns = None
 
     def __setitem__(self, key: FuncKey, func: BaseFunc) -> None:
         self._check_writable()
@@ -328,6 +376,7 @@ class IRModule:
             new._slots = {name: slot.shareable() for name, slot in self._slots.items()}
         new._attrs = self._attrs  # immutable all the way down: shared
         new._read_only = None
+        new._columns = self._columns  # the same slots: the same columns (never changed in place)
         return new
 
     def read_only_view(self, reason: str = "it was handed out read-only") -> IRModule:
@@ -339,6 +388,7 @@ class IRModule:
         view._slots = self._slots
         view._attrs = self._attrs
         view._read_only = reason
+        view._columns = None  # never kept: the view shares the table of a module that may change
         return view
 
     @property
@@ -366,7 +416,14 @@ class IRModule:
 
     def encoded_function(self, key: FuncKey) -> bytes:
         """Function ``key`` as msgpack bytes; cached, so shipping it twice encodes it once."""
-        return self._slot(key).encoded()
+        return self._encoded_slot(key).encoded()
+
+    def _encoded_slot(self, key: FuncKey) -> _SlotBase:
+        """The slot of ``key``, which is about to be read as bytes (its "sizes" column changes if it holds none)."""
+        slot = self._slot(key)
+        if slot.data is None:
+            self._columns = None
+        return slot
 
     def set_encoded_function(self, key: FuncKey, data: bytes | memoryview, func: BaseFunc | None = None) -> None:
         """Set function ``key`` from msgpack bytes (or a read-only buffer of them), decoded only when first read.
@@ -406,17 +463,31 @@ class IRModule:
         What an executor ships, read in one pass (a function held only decoded is
         encoded now; a view is not copied). Raises what encoding raises.
         """
+        self._columns = None  # the "sizes" column may change
         return [(name, slot.buffer(), slot.digest, slot.location) for name, slot in self._slots.items()]
 
     def columns(self) -> ModuleColumns:
         """Every function's name, head, held size, whether it is held decoded, digest and location, in module
-        order (see :class:`ModuleColumns`), read in one pass over the module: what an executor reads once per
-        wave. Nothing is encoded or decoded (a head may be read from the bytes)."""
-        slots = list(self._slots.values())
-        names, heads = self.head_columns()
-        return ModuleColumns(
-            names, heads, *_held_columns(slots), [slot.digest for slot in slots], [slot.location for slot in slots]
-        )
+        order (see :class:`ModuleColumns`): what an executor reads once per wave. Nothing is encoded or decoded
+        (a head may be read from the bytes).
+
+        Kept until the module changes (a change of its functions, reading one that was held only as bytes,
+        encoding one held only decoded, recording a digest or a location), and carried by :meth:`copy` and
+        by :meth:`set_encoded_columns` given the positions: so a pipeline's next wave reads a module the last
+        one merged without walking it. The lists are shared: read them, never change them. A copy shares the
+        functions but not this record: one it decodes or digests may still show here as it was (the sizes,
+        digests, locations and decoded flags only lag, from unknown to known; names and heads are exact).
+        """
+        columns = self._columns
+        if columns is None:
+            slots = list(self._slots.values())
+            names, heads = self.head_columns()
+            columns = ModuleColumns(
+                names, heads, *_held_columns(slots), [slot.digest for slot in slots], [slot.location for slot in slots]
+            )
+            if self._read_only is None:
+                self._columns = columns
+        return columns
 
     def head_columns(self) -> tuple[list[str], list[_Head]]:
         """Every function's name, and its ``(class, attributes)`` (see :meth:`kind_and_attrs`), in module order.
@@ -431,6 +502,7 @@ class IRModule:
         (or None) and location (or None), in module order. A function held only decoded is encoded now (its
         bytes are then held, for :meth:`encoded_buffer`); raises what encoding raises."""
         slots = list(self._slots.values())
+        self._columns = None  # the "sizes" column may change
         sizes = [len(slot.data or slot.buffer()) for slot in slots]
         return sizes, [slot.digest for slot in slots], [slot.location for slot in slots]
 
@@ -443,48 +515,62 @@ class IRModule:
     def set_encoded_columns(
         self,
         names: Sequence[str],
-        data: Iterable[bytes | memoryview],
-        digests: Iterable[bytes | None],
-        locations: Iterable[object],
-        heads: Iterable[_Head],
+        data: Sequence[bytes | memoryview],
+        digests: Sequence[bytes | None],
+        locations: Sequence[object],
+        heads: Sequence[_Head],
+        positions: Sequence[int] | None = None,
     ) -> None:
         """:meth:`set_encoded_functions` for functions this module has, as columns (one item of each per name),
         each with its head given: what an executor merging a wave calls, at a fraction of the cost per function.
 
-        Raises KeyError, changing nothing, if a name is not a function of the module.
+        ``positions``, if given, are the functions' places in module order: the module's :meth:`columns`, if
+        it holds them, are then patched rather than read again at the next wave. Raises KeyError, changing
+        nothing, if a name is not a function of the module, and ValueError if a position is not that name's.
         """
+        before = self._columns
         self._check_writable()
         slots = self._slots
         missing = set(names).difference(slots)
         if missing:
             raise KeyError(f"set_encoded_columns replaces functions of the module; not in it: {sorted(missing)!r}")
+        if positions is not None and not _at_positions(
+            list(slots) if before is None else before.names, positions, names
+        ):
+            raise ValueError("set_encoded_columns: positions are not those of the names in module order")
         held = map(_HeldSlot, repeat(None), data, repeat(None), digests, locations, heads)
         slots.update(zip(names, held, strict=True))
+        if before is not None and positions is not None:
+            self._columns = _patched(before, positions, data, digests, locations, heads)
 
     def record_digests(self, names: Iterable[str], digests: Iterable[bytes]) -> None:
         """:meth:`record_digest` for many functions at once."""
         slots = self._slots
         for name, digest in zip(names, digests, strict=True):
             slots[name].digest = digest
+            self._columns = None
 
     def record_locations(self, names: Iterable[str], locations: Iterable[object]) -> None:
         """:meth:`record_location` for many functions at once."""
         slots = self._slots
         for name, location in zip(names, locations, strict=True):
             slots[name].location = location
+            self._columns = None
 
     def encoded_buffer(self, key: FuncKey) -> bytes | memoryview:
         """Function ``key``'s encoded form as held: like :meth:`encoded_function`, but a view is not copied."""
-        return self._slot(key).buffer()
+        return self._encoded_slot(key).buffer()
 
     def record_location(self, key: FuncKey, location: object) -> None:
         """Record where an executor keeps a copy of function ``key``'s bytes (see :meth:`encoded_entries`)."""
         self._slot(key).location = location
+        self._columns = None
 
     def record_digest(self, key: FuncKey, digest: bytes) -> None:
         """Record ``digest`` as the content digest of function ``key``'s encoded bytes (a cache, like the bytes;
         an executor that keeps functions decoded elsewhere finds them by it again)."""
         self._slot(key).digest = digest
+        self._columns = None
 
     def kind_and_attrs(self, key: FuncKey) -> tuple[type[BaseFunc], Mapping[str, AttrValue]]:
         """The class and the attributes of function ``key``, without decoding its body.
@@ -575,6 +661,7 @@ class _Deferred(IRModule):
         mod = cls.__new__(cls)
         mod._attrs = frozen_attrs(attrs or {}, _MODULE_ATTR)
         mod._read_only = read_only
+        mod._columns = None
         mod._pending = (names, slot_of)
         return mod
 

@@ -972,7 +972,9 @@ class ParallelExecutor:
             new_heads += map(heads.__getitem__, answer.indices)
             for head in answer.heads:
                 new_heads[start + head.at] = (_KINDS[head.kind], head.attrs)
-        out.set_encoded_columns(list(map(all_names.__getitem__, changed)), views, digests, locations, new_heads)
+        out.set_encoded_columns(
+            list(map(all_names.__getitem__, changed)), views, digests, locations, new_heads, changed
+        )
         _record_digests(out, run, all_names, wave.digests, probe is not None)
         _record_learned(mod, run, all_names)
         return out

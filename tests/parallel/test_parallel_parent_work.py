@@ -8,6 +8,8 @@ holds what. These tests check that each shortcut gives what the long way gives.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from parallel_support import module_bytes, parallel_ctx, probe_moves_at_once
 
 import parpass.parallel.executor as executor_mod
@@ -183,3 +185,64 @@ def test_a_pass_the_probe_moved_keeps_what_it_cost_in_process(monkeypatch: pytes
     assert default_executor.cost._rough.get(("CountBindings",), 0.0) > 0.0  # learned from the probe's functions
     assert ("CountBindings",) not in default_executor.cost._inline  # a few functions are not a whole wave's rate
     assert default_executor.cost.knows(["CountBindings"])  # the next run decides on it, without a probe
+
+
+def _fresh(mod: IRModule) -> tuple[list[object], ...]:
+    """``mod``'s columns read again from its functions (a read-only view keeps none)."""
+    return tuple(mod.read_only_view().columns())
+
+
+_CHANGES = st.lists(
+    st.sampled_from(
+        ["set", "delete", "update", "read", "encode", "digest", "locate", "encoded_one", "copy", "merge", "merge_bad"]
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(changes=_CHANGES, pick=st.integers(0, 1000))
+def test_the_columns_a_module_keeps_are_always_those_read_from_its_functions(changes: list[str], pick: int) -> None:
+    """Whatever changed the module (or read it lazily), :meth:`IRModule.columns` says what reading it now says;
+    a merge given the positions patches the kept columns (kept, not read again) and a wrong position raises."""
+    mod = _held_three_ways()
+    mod.columns()
+    for step, change in enumerate(changes):
+        names = mod.names()
+        name = names[(pick + step) % len(names)] if names else None
+        if change == "set" and name is not None:
+            mod[name] = mod[name].with_attr("step", step)
+        elif change == "delete" and name is not None and len(names) > 1:
+            del mod[name]
+        elif change == "update":
+            mod.update(random_module(num_functions=1, num_prim_funcs=0, size=3, seed=step))
+        elif change == "read" and name is not None:
+            mod[name]
+        elif change == "encode" and name is not None:
+            mod.encoded_buffer(name)
+        elif change == "digest" and name is not None:
+            mod.record_digests([name], [bytes([step]) * 16])
+        elif change == "locate" and name is not None:
+            mod.record_locations([name], [("store", step, 1)])
+        elif change == "encoded_one" and name is not None:
+            mod.set_encoded_function(name, mod.encoded_function(name))
+        elif change == "copy":
+            mod = mod.copy()
+        elif change in ("merge", "merge_bad") and names:
+            positions = sorted({(pick + step) % len(names), (pick * 7 + step) % len(names)})
+            chosen = [names[i] for i in positions]
+            data = [mod.encoded_function(n) for n in chosen]
+            heads = [(type(mod[n]), {"merged": step}) for n in chosen]
+            digests = [bytes([step, i]) * 8 for i in range(len(chosen))]
+            locations = [("merged", step, len(d)) for d in data]
+            before = mod.columns()  # kept (reading the bytes above may have dropped them)
+            if change == "merge_bad":
+                with pytest.raises(ValueError, match="positions"):
+                    mod.set_encoded_columns(chosen, data, digests, locations, heads, [p + 1 for p in positions])
+                continue
+            mod.set_encoded_columns(chosen, data, digests, locations, heads, positions)
+            kept = mod._columns
+            assert kept is not None and kept.names is before.names  # patched, not read again
+        assert tuple(mod.columns()) == _fresh(mod), change
+        assert mod.columns() is mod.columns()
