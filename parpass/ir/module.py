@@ -61,6 +61,11 @@ class _SlotBase:
                 self.func = decode_function(self.data)
         return self.func
 
+    def held_size(self) -> int | None:
+        """The length of the encoded form if held (else None), without slicing it out of a larger buffer."""
+        data = self.data
+        return None if data is None else len(data)
+
     def shareable(self) -> _SlotBase:
         """This slot, fit to be shared by a copy of the module (a pending loader runs first)."""
         if self.loader is not None:
@@ -119,14 +124,38 @@ class _Slot(_SlotBase):
 class _HeldSlot(msgspec.Struct, _SlotBase, gc=False):
     """A function held as bytes, with no loader (an executor's merge makes thousands a wave): untracked by
     the garbage collector. Nothing it holds can lead back to it (IR, bytes or a view of a file, a digest,
-    an opaque location, a class and plain attributes), so it is never part of a cycle."""
+    an opaque location, a class and plain attributes), so it is never part of a cycle.
+
+    Its bytes may be a region of a larger buffer (``whole[start:start + size]``), sliced out when first read:
+    a merge then makes no view per function.
+    """
 
     func: Any = None
-    data: Any = None
+    raw: Any = None  # the encoded form, once set or sliced out of ``whole``
     loader: Any = None
     digest: Any = None
     location: Any = None
     head: Any = None
+    whole: Any = None
+    start: int = 0
+    size: int = 0
+
+    @property
+    def data(self) -> bytes | memoryview | None:
+        raw: bytes | memoryview | None = self.raw
+        if raw is None and self.whole is not None:
+            raw = self.raw = self.whole[self.start : self.start + self.size]
+            self.whole = None
+        return raw
+
+    @data.setter
+    def data(self, value: bytes | memoryview | None) -> None:
+        self.raw, self.whole = value, None
+
+    def held_size(self) -> int | None:
+        if self.whole is not None:
+            return self.size
+        return None if self.raw is None else len(self.raw)
 
 
 class ModuleColumns(NamedTuple):
@@ -147,14 +176,13 @@ class ModuleColumns(NamedTuple):
 
 def _held_columns(slots: list[_SlotBase]) -> tuple[list[int | None], list[bool]]:
     """Each slot's encoded size if it holds the bytes (else None), and whether it holds the function decoded."""
-    held = [slot.data for slot in slots]
-    return [None if data is None else len(data) for data in held], [slot.func is not None for slot in slots]
+    return [slot.held_size() for slot in slots], [slot.func is not None for slot in slots]
 
 
 def _patched(
     columns: ModuleColumns,
     positions: Sequence[int],
-    data: Sequence[bytes | memoryview],
+    sizes: Sequence[int],
     digests: Sequence[bytes | None],
     locations: Sequence[object],
     heads: Sequence[_Head],
@@ -170,7 +198,7 @@ def _patched(
     )
     columns_and_values: list[tuple[list[Any], Iterable[Any]]] = [
         (out.heads, heads),
-        (out.sizes, map(len, data)),
+        (out.sizes, sizes),
         (out.decoded, repeat(False)),
         (out.digests, digests),
         (out.locations, locations),
@@ -528,6 +556,21 @@ class IRModule:
         it holds them, are then patched rather than read again at the next wave. Raises KeyError, changing
         nothing, if a name is not a function of the module, and ValueError if a position is not that name's.
         """
+        self.set_encoded_regions(names, data, repeat(0), list(map(len, data)), digests, locations, heads, positions)
+
+    def set_encoded_regions(
+        self,
+        names: Sequence[str],
+        buffers: Iterable[bytes | memoryview],
+        starts: Iterable[int],
+        sizes: Sequence[int],
+        digests: Sequence[bytes | None],
+        locations: Sequence[object],
+        heads: Sequence[_Head],
+        positions: Sequence[int] | None = None,
+    ) -> None:
+        """:meth:`set_encoded_columns` with each function's bytes given as a region of a buffer (many share
+        one): ``buffers[i][starts[i]:starts[i] + sizes[i]]``, sliced out only when first read."""
         before = self._columns
         self._check_writable()
         slots = self._slots
@@ -538,10 +581,11 @@ class IRModule:
             list(slots) if before is None else before.names, positions, names
         ):
             raise ValueError("set_encoded_columns: positions are not those of the names in module order")
-        held = map(_HeldSlot, repeat(None), data, repeat(None), digests, locations, heads)
+        none = repeat(None)
+        held = map(_HeldSlot, none, none, none, digests, locations, heads, buffers, starts, sizes)
         slots.update(zip(names, held, strict=True))
         if before is not None and positions is not None:
-            self._columns = _patched(before, positions, data, digests, locations, heads)
+            self._columns = _patched(before, positions, sizes, digests, locations, heads)
 
     def record_digests(self, names: Iterable[str], digests: Iterable[bytes]) -> None:
         """:meth:`record_digest` for many functions at once."""
@@ -616,8 +660,7 @@ class IRModule:
 
     def cached_size(self, key: FuncKey) -> int | None:
         """Length of function ``key``'s encoded bytes if the module holds them, else None (nothing is encoded)."""
-        data = self._slot(key).data
-        return None if data is None else len(data)
+        return self._slot(key).held_size()
 
     def is_decoded(self, key: FuncKey) -> bool:
         """Whether function ``key`` is held decoded (for tests of laziness)."""

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import add
-from typing import Any, NamedTuple, NoReturn, cast
+from typing import NamedTuple, NoReturn, cast
 
 import cloudpickle
 import msgspec
@@ -55,6 +55,7 @@ from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import ChunkDone, TaskError, WorkerFailure
 from parpass.parallel.reproducer import write_reproducer
 from parpass.parallel.schedule import Dispatcher
+from parpass.parallel.store import location_store, pack_locations, unpack_locations
 from parpass.parallel.wave import WaveHeader, scratch_dir
 from parpass.parallel.worker import pack_passes
 from parpass.transform.context import PassContext
@@ -725,7 +726,7 @@ class ParallelExecutor:
             dumps_for_workers(ctx.snapshot()),
             shipped.names,
             # the IR keeps an executor's location opaque; this executor records only (store, offset, length)
-            cast("list[tuple[str, int, int] | None]", shipped.locations),
+            cast("list[int | None]", shipped.locations),
             msgspec.msgpack.encode(dict(mod.attrs)),
             bool(ctx.instruments),
             shipped.digests,
@@ -756,15 +757,16 @@ class ParallelExecutor:
         crew.begin_wave(directory)
         store_limit = max(_STORE_MIN, 4 * wave.nbytes // crew.size)
         placed, probes = _place(crew, wave, directory, store_limit, mod)
+        wave_path = ""
         try:
-            reads = names in self._reads_others or any(
-                p.reads_other_functions or p.info.name in self._looks_up for p in passes
-            )
-            header = self._header(wave, crew, placed, store_limit, probes)
-            wave_path = crew.publish(header, None if reads else indices)
-        except CrewLost as lost:  # nothing of the wave ran
-            raise _LostElsewhere(lost) from lost
-        try:
+            try:
+                reads = names in self._reads_others or any(
+                    p.reads_other_functions or p.info.name in self._looks_up for p in passes
+                )
+                header = self._header(wave, crew, placed, store_limit, probes)
+                wave_path = crew.publish(header, None if reads else indices)
+            except CrewLost as lost:  # nothing of the wave ran
+                raise _LostElsewhere(lost) from lost
             holder = cast("dict[bytes | None, int]", crew.owners).get  # None: a digest the parent lacks
             owners = list(map(holder, map(wave.digests.__getitem__, indices)))
             cost = self.cost_of(cfg.scheduler)
@@ -791,8 +793,9 @@ class ParallelExecutor:
             return run
         except CrewLost as lost:
             self._fail_lost(crew, lost, names, wave.names, mod, ctx, passes, cfg)
-        finally:
-            crew.withdraw(wave_path)
+        finally:  # withdrawn whatever ends the attempt, a signal right after publishing included
+            if wave_path:
+                crew.withdraw(wave_path)
 
     @staticmethod
     def _header(
@@ -959,22 +962,27 @@ class ParallelExecutor:
                     out.set_encoded_function(name, data, new)
                     heads[index] = (type(new), new.attrs)
         changed: list[int] = []
-        views: list[memoryview] = []
+        buffers: list[memoryview] = []
+        starts: list[int] = []
+        sizes: list[int] = []
         digests: list[bytes] = []
-        locations: list[tuple[str, int, int]] = []
+        locations: list[int] = []
         new_heads: list[_Head] = []
-        for (_, answer), answer_views in zip(run.answers, run.views, strict=True):
+        for (_, answer), stored in zip(run.answers, run.views, strict=True):
+            if stored is None:  # it changed nothing
+                continue
             changed += answer.indices
-            views += answer_views
+            buffers += repeat(stored, len(answer.indices))
+            starts += answer.offsets
+            sizes += answer.lengths
             digests += answer.digests
-            locations += zip(repeat(answer.store), answer.offsets, answer.lengths)
+            locations += pack_locations(answer.store, answer.offsets, answer.lengths)
             start = len(new_heads)
             new_heads += map(heads.__getitem__, answer.indices)
             for head in answer.heads:
                 new_heads[start + head.at] = (_KINDS[head.kind], head.attrs)
-        out.set_encoded_columns(
-            list(map(all_names.__getitem__, changed)), views, digests, locations, new_heads, changed
-        )
+        changed_names = list(map(all_names.__getitem__, changed))
+        out.set_encoded_regions(changed_names, buffers, starts, sizes, digests, locations, new_heads, changed)
         _record_digests(out, run, all_names, wave.digests, probe is not None)
         _record_learned(mod, run, all_names)
         return out
@@ -1118,7 +1126,7 @@ class _WaveInput(msgspec.Struct, frozen=True, dict=False):
     context: bytes
     names: list[str]
     #: where the executor's workers stored each function's bytes, if they did: (store path, offset, length)
-    locations: list[tuple[str, int, int] | None]
+    locations: list[int | None]
     attrs: bytes
     record: bool
     digests: list[bytes | None]
@@ -1231,7 +1239,7 @@ class _Run:
 
     def __init__(self) -> None:
         self.answers: list[tuple[int, ChunkDone]] = []
-        self.views: list[list[memoryview]] = []  # per answer: the new bytes of each function it changed
+        self.views: list[memoryview | None] = []  # per answer: the store its changed functions' new bytes lie in
         self.chunks = 0
         self.stolen = 0
         #: each seat's first chunk's round trip beyond its work (it waited behind no other chunk of the seat)
@@ -1314,45 +1322,34 @@ def _place(
     """Where the crew reads each function's bytes, as columns (store, offset, length), and each probe's
     result, ``(index, store, offset, length)``: bytes no live store holds go into the parent's own store
     (once for the crew's life; ``mod`` records where)."""
-    flat = _flat(wave.locations, crew.stores)
-    if flat is None:
-        locations = list(wave.locations)
-        unplaced = [i for i, location in enumerate(locations) if location is None or location[0] not in crew.stores]
-        blobs = [mod.encoded_buffer(wave.names[i]) for i in unplaced]
-        path, offsets = crew.place(directory, store_limit, blobs)
-        placed = [(path, offset, len(data)) for offset, data in zip(offsets, blobs, strict=True)]
-        for i, location in zip(unplaced, placed, strict=True):
-            locations[i] = location
-        mod.record_locations([wave.names[i] for i in unplaced], placed)
-        flat = list(itertools.chain.from_iterable(cast("list[tuple[str, int, int]]", locations)))
     probed: list[tuple[str, int, int, int]] = []  # (store, index, offset, length) of each probe's result
     if wave.probes:
         store, offsets = crew.place(directory, store_limit, [data for _, data in wave.probes])
         for (index, data), offset in zip(wave.probes, offsets, strict=True):
             probed.append((store, index, offset, len(data)))
+    columns = unpack_locations(wave.locations, list(crew.stores))
+    if columns is None:
+        locations = list(wave.locations)
+        unplaced = [i for i, at in enumerate(locations) if at is None or location_store(at) not in crew.stores]
+        blobs = [mod.encoded_buffer(wave.names[i]) for i in unplaced]
+        path, offsets = crew.place(directory, store_limit, blobs)
+        placed = pack_locations(path, offsets, list(map(len, blobs)))
+        for i, location in zip(unplaced, placed, strict=True):
+            locations[i] = location
+        mod.record_locations([wave.names[i] for i in unplaced], placed)
+        columns = unpack_locations(locations, list(crew.stores))
+        assert columns is not None, "every function was just placed in a live store"
     live = {path: i for i, path in enumerate(crew.stores)}
-    columns = (list(map(live.__getitem__, flat[0::3])), flat[1::3], flat[2::3])
     return columns, [(index, live[store], offset, length) for store, index, offset, length in probed]
 
 
-def _flat(locations: list[tuple[str, int, int] | None], stores: Mapping[str, object]) -> list[Any] | None:
-    """Every location, flattened (store, offset, length, store, ...); None if a function lies in no store of
-    ``stores`` (one pass over the locations: the columns are then slices)."""
-    try:
-        flat: list[Any] = list(itertools.chain.from_iterable(cast("list[tuple[str, int, int]]", locations)))
-    except TypeError:  # a function not placed yet (None)
-        return None
-    return flat if stores.keys() >= set(flat[0::3]) else None
-
-
-def _mapped(crew: CrewLike, seat: int, answer: ChunkDone) -> list[memoryview]:
-    """The new bytes of each function ``answer`` changed, as views of the store its worker wrote them to
-    (mapped again only where it grew since; the file outlives a worker that dies)."""
+def _mapped(crew: CrewLike, seat: int, answer: ChunkDone) -> memoryview | None:
+    """The store ``answer``'s worker wrote the new bytes of the functions it changed to, as one view (mapped
+    again only where it grew since; the file outlives a worker that dies); None if it changed none."""
     if not answer.indices:
-        return []
+        return None
     reader = crew.store(seat, answer.store)  # in answer order: a store the seat left is retired
-    stored = reader.view(0, max(map(add, answer.offsets, answer.lengths)))
-    return [stored[start : start + size] for start, size in zip(answer.offsets, answer.lengths, strict=True)]
+    return reader.view(0, max(map(add, answer.offsets, answer.lengths)))
 
 
 def _note_owners(crew: CrewLike, seat: int, answer: ChunkDone) -> None:

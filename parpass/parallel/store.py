@@ -9,6 +9,11 @@ mapping outlives the file). The next wave then tells the workers where each
 function lies instead of writing its bytes again: a wave file carries only the
 bytes of functions that lie in no live store.
 
+Where a function lies is one int (:func:`pack_locations`): its store's number in
+this process, its offset and its length. The parent records one per function
+it holds, every wave; an int, unlike a tuple, is nothing the garbage collector
+walks.
+
 A store that grew past its limit is retired: its worker starts a new one, and
 the parent deletes the old file at the start of its next wave (its mapped
 views stay valid for as long as a module holds them). The parent deletes the
@@ -24,9 +29,60 @@ import os
 import tempfile
 from collections import deque
 from collections.abc import Sequence
+from itertools import repeat
+from operator import and_, lshift, or_, rshift
 
 #: Buffers one writev call takes at most (Linux's IOV_MAX).
 _IOV_MAX = 1024
+
+#: Bits of a packed location for the length, and as many for the offset (a store is far below a terabyte).
+_FIELD_BITS = 40
+_FIELD_MASK = (1 << _FIELD_BITS) - 1
+#: Every store path this process has packed a location in, by number and number by path. Numbers are never
+#: given twice, so a location kept in a module from long ago names no other store; an entry is a path and an int.
+_numbers: dict[str, int] = {}
+_paths: dict[int, str] = {}
+_next_number = itertools.count(1)
+
+
+def store_number(path: str) -> int:
+    """The number of store ``path`` in this process's packed locations (see :func:`pack_locations`)."""
+    number = _numbers.get(path)
+    if number is None:
+        number = _numbers.setdefault(path, next(_next_number))  # two threads at once: one number wins
+        _paths.setdefault(number, path)
+    return number
+
+
+def pack_locations(path: str, offsets: Sequence[int], lengths: Sequence[int]) -> list[int]:
+    """Where each blob of store ``path`` lies (``offsets[i]``, ``lengths[i]``), as one int per blob."""
+    if max(offsets, default=0) > _FIELD_MASK or max(lengths, default=0) > _FIELD_MASK:
+        raise ValueError(f"result store {path}: an offset or a length past {_FIELD_MASK} bytes")
+    base = store_number(path) << 2 * _FIELD_BITS
+    return list(map(or_, repeat(base), map(or_, map(lshift, offsets, repeat(_FIELD_BITS)), lengths)))
+
+
+def unpack_locations(
+    locations: Sequence[int | None], live: Sequence[str]
+) -> tuple[list[int], list[int], list[int]] | None:
+    """Packed ``locations`` as columns: the index in ``live`` (store paths) of each one's store, its offset
+    and its length; None if one is None (not placed) or lies in a store not in ``live``."""
+    try:
+        numbers = list(map(rshift, locations, repeat(2 * _FIELD_BITS)))
+    except TypeError:  # a None
+        return None
+    where = {store_number(path): i for i, path in enumerate(live)}
+    try:
+        stores = list(map(where.__getitem__, numbers))
+    except KeyError:
+        return None
+    offsets = list(map(and_, map(rshift, locations, repeat(_FIELD_BITS)), repeat(_FIELD_MASK)))
+    return stores, offsets, list(map(and_, locations, repeat(_FIELD_MASK)))
+
+
+def location_store(location: int) -> str | None:
+    """The path of the store a packed location lies in (None: not a store of this process)."""
+    return _paths.get(location >> 2 * _FIELD_BITS)
 
 
 class StoreWriter:
