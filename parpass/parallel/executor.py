@@ -21,6 +21,7 @@ import pickle
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import add
@@ -65,8 +66,8 @@ from parpass.transform.statistics import add_counts
 
 log = logging.getLogger("parpass.parallel")
 
-#: The function classes a worker names in a result whose class or attributes changed (the tags the bytes carry).
-_KINDS: dict[str, type[BaseFunc]] = {"Function": Function, "PrimFunc": PrimFunc}
+#: The function class of a result whose class or attributes changed, by whether the worker says it is a PrimFunc.
+_KINDS: tuple[type[BaseFunc], type[BaseFunc]] = (Function, PrimFunc)
 #: How often the parent checks the progress slots for timeouts while it waits, seconds.
 _POLL = 0.05
 #: Chunks handed to a seat ahead of its answers, so that it never waits for the parent between chunks.
@@ -979,8 +980,9 @@ class ParallelExecutor:
             locations += pack_locations(answer.store, answer.offsets, answer.lengths)
             start = len(new_heads)
             new_heads += map(heads.__getitem__, answer.indices)
-            for head in answer.heads:
-                new_heads[start + head.at] = (_KINDS[head.kind], head.attrs)
+            if answer.head_at:
+                changed_heads = zip(map(_KINDS.__getitem__, answer.head_prim), answer.head_attrs, strict=True)
+                deque(map(new_heads.__setitem__, map(add, repeat(start), answer.head_at), changed_heads), maxlen=0)
         changed_names = list(map(all_names.__getitem__, changed))
         out.set_encoded_regions(changed_names, buffers, starts, sizes, digests, locations, new_heads, changed)
         _record_digests(out, run, all_names, wave.digests, probe is not None)

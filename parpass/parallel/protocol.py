@@ -50,20 +50,6 @@ class TaskError(msgspec.Struct, array_like=True):
     traceback: str
 
 
-class NewHead(msgspec.Struct, array_like=True, gc=False):
-    """The class and attributes of a changed function whose ones are not those it came in with.
-
-    ``at`` is its place in :attr:`ChunkDone.indices`; ``kind`` is ``"Function"`` or ``"PrimFunc"``.
-    The parent would otherwise have to read them from the bytes to pick the next wave's targets.
-    Untracked by the garbage collector (a wave's answers hold one per changed function whose head changed,
-    which a collection would walk): decoded data, it holds no cycle.
-    """
-
-    at: int
-    kind: str
-    attrs: dict[str, Any]
-
-
 class StageEmissions(msgspec.Struct, array_like=True):
     """What pass ``stage`` emitted while it ran on function ``index``."""
 
@@ -87,8 +73,12 @@ class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     offsets: list[int] = []
     lengths: list[int] = []
     digests: list[bytes] = []
-    #: the changed functions whose class or attributes changed (sparse; the others kept theirs)
-    heads: list[NewHead] = []
+    #: the changed functions whose class or attributes changed (sparse; the others kept theirs), as parallel
+    #: arrays: each one's place in ``indices``, whether it is a PrimFunc (else a Function), its attributes.
+    #: The parent would otherwise read them from the bytes to pick the next wave's targets.
+    head_at: list[int] = []
+    head_prim: list[bool] = []
+    head_attrs: list[dict[str, Any]] = []
     #: the functions no pass changed, and the digest of the bytes they came in as
     same: list[int] = []
     same_digests: list[bytes] = []

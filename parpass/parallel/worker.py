@@ -49,7 +49,6 @@ from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import (
     ChunkDone,
     Hello,
-    NewHead,
     RunChunk,
     StageEmissions,
     Stop,
@@ -587,8 +586,9 @@ def _results(
             out.learned.append(index)
             out.learned_digests.append(wave.digest(index))
         if type(func) is not type(original) or (func.attrs is not original.attrs and func.attrs != original.attrs):
-            kind = "PrimFunc" if isinstance(func, PrimFunc) else "Function"  # what decoding the bytes gives
-            out.heads.append(NewHead(len(out.indices), kind, dict(func.attrs)))
+            out.head_at.append(len(out.indices))
+            out.head_prim.append(isinstance(func, PrimFunc))  # what decoding the bytes gives
+            out.head_attrs.append(dict(func.attrs))
         out.indices.append(index)
         out.lengths.append(len(data))
         out.digests.append(digest)
