@@ -14,7 +14,8 @@ It prints each backend's speedup over in-process (median of ``--repeat``
 ratios), the cluster's as a share of the local one (target: the heavy pass
 >= 90%), the machine headroom measured in the same run, and each backend's
 latency per chunk (a wave of one tiny function per chunk: the wall time of the
-wave over its chunks). Then the cluster in the default ``auto`` mode against
+wave over its chunks). Each timed run starts after a full collection (else the
+collector's cadence charges a 50-60 ms gen-2 collection to alternate runs). Then the cluster in the default ``auto`` mode against
 in-process, after one run of each (``auto`` has learned the cluster's costs):
 the heavy pass, the pipeline fused, and the pipeline pass by pass (an
 instrument that reads the module between passes), each >= 0.95x (``auto``
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import statistics
 import sys
 import time
@@ -84,6 +86,7 @@ def time_case(pass_: Pass, mod: IRModule, ways: dict[str, Callable[[], PassConte
     digests: dict[str, str] = {}
     for round_ in range(repeat + 1):
         for way, ctx in ways.items():
+            gc.collect()  # no run pays for garbage another left (the collector's cadence charged alternate runs)
             with ctx():
                 start = time.perf_counter()
                 out = pass_(mod)
@@ -225,6 +228,7 @@ def profiler_cost(
                 if not all(client.run(_set_profiler, on=on).values()):
                     print("Dask's worker profiler: not running on the cluster's workers (nothing to compare)")
                     return True
+                gc.collect()
                 with ways["cluster"]():
                     start = time.perf_counter()
                     out = pass_(mod)

@@ -50,6 +50,7 @@ quick check of the script: ``--functions 20 --repeat 1 --cold-repeat 1 --short-c
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import random
 import statistics
@@ -212,7 +213,9 @@ def timed(pass_: Pass, mod: IRModule, workers: int, repeat: int) -> tuple[list[f
     programs on a shared machine; one warm-up run of each comes first. A run
     shorter than :data:`MIN_SAMPLE` is timed over as many runs in a row as make
     one sample that long (the mean per run), so that timer and scheduler
-    noise do not decide a ratio of milliseconds.
+    noise do not decide a ratio of milliseconds. Each sample starts after a
+    full collection: else the collector's cadence charges a gen-2 collection
+    (50-60 ms on these modules) to every other run, the same side each time.
     """
     inline_ctx = PassContext(opt_level=3, config={"parpass.num_workers": 1})
     parallel_ctx = PassContext(opt_level=3, config={"parpass.num_workers": workers})
@@ -222,6 +225,7 @@ def timed(pass_: Pass, mod: IRModule, workers: int, repeat: int) -> tuple[list[f
     runs = 1
     for round_ in range(repeat + 1):
         for ctx, samples in ((inline_ctx, serial), (parallel_ctx, parallel)):
+            gc.collect()  # no run pays for garbage another left (the collector's cadence charged alternate runs)
             with ctx:
                 start = time.perf_counter()
                 for _ in range(runs):

@@ -11,6 +11,7 @@ statistics with the first counted run's.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -166,6 +167,7 @@ class Bench:
         assert isinstance(mod, IRModule)
         ctx = self.context(workers, instruments, **{FUSE_PASSES: fuse, PASS_STATISTICS: count})
         marker = executor.history[-1] if executor.history else None
+        gc.collect()  # no run pays for garbage another left (the collector's cadence charged alternate runs)
         start = time.perf_counter()
         with ctx:
             out = self.pipeline(mod)
