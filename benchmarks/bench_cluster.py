@@ -15,10 +15,11 @@ ratios), the cluster's as a share of the local one (target: the heavy pass
 >= 90%), the machine headroom measured in the same run, and each backend's
 latency per chunk (a wave of one tiny function per chunk: the wall time of the
 wave over its chunks). Each timed run starts after a full collection (else the
-collector's cadence charges a 50-60 ms gen-2 collection to alternate runs). Then the cluster in the default ``auto`` mode against
-in-process, after one run of each (``auto`` has learned the cluster's costs):
-the heavy pass, the pipeline fused, and the pipeline pass by pass (an
-instrument that reads the module between passes), each >= 0.95x (``auto``
+collector's cadence charges a 50-60 ms gen-2 collection to alternate runs).
+Then the cluster in the default ``auto`` mode against in-process, after one
+run of each (``auto`` has learned the cluster's costs): the heavy pass, the
+pipeline fused, and the pipeline pass by pass (an instrument that reads the
+module between passes), each >= 0.95x (``auto``
 must never make a run slower). Last, what Dask's sampling profiler costs the
 workers (it samples a running task's whole stack every 10 ms; on by default):
 the heavy pass on the cluster with the workers' ``profile`` and

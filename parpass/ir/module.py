@@ -187,7 +187,7 @@ def _patched(
     locations: Sequence[object],
     heads: Sequence[_Head],
 ) -> ModuleColumns:
-    """``columns`` with the functions at ``positions`` replaced by ones held only as ``data`` (new lists)."""
+    """``columns`` with the functions at ``positions`` replaced by ones held only as bytes (new lists)."""
     out = ModuleColumns(
         columns.names,
         list(columns.heads),
@@ -502,9 +502,10 @@ class IRModule:
         Kept until the module changes (a change of its functions, reading one that was held only as bytes,
         encoding one held only decoded, recording a digest or a location), and carried by :meth:`copy` and
         by :meth:`set_encoded_columns` given the positions: so a pipeline's next wave reads a module the last
-        one merged without walking it. The lists are shared: read them, never change them. A copy shares the
-        functions but not this record: one it decodes or digests may still show here as it was (the sizes,
-        digests, locations and decoded flags only lag, from unknown to known; names and heads are exact).
+        one merged without walking it. The lists are shared: read them, never change them. Modules that share
+        functions (a module and its copy) each keep their own: a function one of them decodes or digests may
+        still show in the other's as it was (sizes, digests, locations and decoded flags only lag, from
+        unknown to known; names and heads are always exact).
         """
         columns = self._columns
         if columns is None:
@@ -581,8 +582,8 @@ class IRModule:
             list(slots) if before is None else before.names, positions, names
         ):
             raise ValueError("set_encoded_columns: positions are not those of the names in module order")
-        none = repeat(None)
-        held = map(_HeldSlot, none, none, none, digests, locations, heads, buffers, starts, sizes)
+        func = raw = loader = repeat(None)  # one endless iterator of None, read once per slot for each
+        held = map(_HeldSlot, func, raw, loader, digests, locations, heads, buffers, starts, sizes)
         slots.update(zip(names, held, strict=True))
         if before is not None and positions is not None:
             self._columns = _patched(before, positions, sizes, digests, locations, heads)

@@ -726,7 +726,7 @@ class ParallelExecutor:
             pickled,
             dumps_for_workers(ctx.snapshot()),
             shipped.names,
-            # the IR keeps an executor's location opaque; this executor records only (store, offset, length)
+            # the IR keeps an executor's location opaque; this executor records only packed ints (see store.py)
             cast("list[int | None]", shipped.locations),
             msgspec.msgpack.encode(dict(mod.attrs)),
             bool(ctx.instruments),
@@ -1127,7 +1127,7 @@ class _WaveInput(msgspec.Struct, frozen=True, dict=False):
     passes: bytes
     context: bytes
     names: list[str]
-    #: where the executor's workers stored each function's bytes, if they did: (store path, offset, length)
+    #: where the executor's workers stored each function's bytes, if they did (see :func:`pack_locations`)
     locations: list[int | None]
     attrs: bytes
     record: bool
