@@ -375,6 +375,15 @@ class ParallelExecutor:
             self._visited[key] = (heads, indices)  # these heads: the next wave's are these very objects
         return _Table(columns, indices, time.perf_counter() - t0, cpu_start)
 
+    def _targets_hold(self, heads: list[_Head], out: IRModule) -> None:
+        """The wave whose input had ``heads`` changed no function's class or ``SkipOptimization``: the targets
+        taken on those heads (by kinds, see :meth:`_targets`) are the targets on ``out``'s, whatever other
+        attributes changed. Taken again on them, they would cost a read of every new head."""
+        after = out.columns().heads
+        for key, (before, indices) in list(self._visited.items()):
+            if before is heads:
+                self._visited[key] = (after, indices)
+
     def _probe(
         self,
         passes: Sequence[FunctionLevelPass],
@@ -680,6 +689,8 @@ class ParallelExecutor:
         try:
             with _collection_paused():
                 out = self._merge(run, mod, shipped.heads, probe, wave)
+            if probe is None and all(r.heads_keep_targets for r in results):
+                self._targets_hold(shipped.heads, out)
             self._replay_and_raise(results, passes, all_names, mod, ctx, cfg, observer)
             if probe is None:  # a whole wave in workers: what it took, load included, decides the next
                 taken = time.perf_counter() - start + shipped.seconds - shipped.encode_seconds - starting

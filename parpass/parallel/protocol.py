@@ -79,6 +79,9 @@ class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     head_at: list[int] = []
     head_prim: list[bool] = []
     head_attrs: list[dict[str, Any]] = []
+    #: whether every new head kept its function's class and ``SkipOptimization``: the targets of every pass
+    #: that keeps the default rule (see FunctionLevelPass.visits) are then the same in the wave's result
+    heads_keep_targets: bool = True
     #: the functions no pass changed, and the digest of the bytes they came in as
     same: list[int] = []
     same_digests: list[bytes] = []

@@ -39,7 +39,7 @@ import msgspec
 from parpass.errors import IRFormatError
 from parpass.instrument.base import PassInstrument
 from parpass.ir.module import IRModule
-from parpass.ir.node import BaseFunc
+from parpass.ir.node import SKIP_OPTIMIZATION, BaseFunc
 from parpass.ir.peek import peek_function
 from parpass.ir.serialization import decode_function, encode_function
 from parpass.ir.tir import PrimFunc
@@ -589,6 +589,11 @@ def _results(
             out.head_at.append(len(out.indices))
             out.head_prim.append(isinstance(func, PrimFunc))  # what decoding the bytes gives
             out.head_attrs.append(dict(func.attrs))
+            if out.heads_keep_targets and (
+                type(func) is not type(original)
+                or bool(func.attrs.get(SKIP_OPTIMIZATION, False)) != bool(original.attrs.get(SKIP_OPTIMIZATION, False))
+            ):
+                out.heads_keep_targets = False
         out.indices.append(index)
         out.lengths.append(len(data))
         out.digests.append(digest)

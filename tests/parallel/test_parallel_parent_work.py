@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 from parallel_support import module_bytes, parallel_ctx, probe_moves_at_once
 
 import parpass.parallel.executor as executor_mod
-from parpass.ir import IRModule
+from parpass.ir import IRModule, relax
+from parpass.parallel import default_executor
 from parpass.parallel.schedule import Dispatcher
 from parpass.passes import CanonicalizeBindings, EliminateCommonSubexpr, FoldConstant
 from parpass.testing import random_module
-from parpass.transform import Sequential
+from parpass.transform import Pass, PassContext, Sequential, function_pass
 
 
 def _pipeline() -> Sequential:
@@ -246,3 +247,72 @@ def test_the_columns_a_module_keeps_are_always_those_read_from_its_functions(cha
             assert kept is not None and kept.names is before.names  # patched, not read again
         assert tuple(mod.columns()) == _fresh(mod), change
         assert mod.columns() is mod.columns()
+
+
+def _annotate(index: int) -> Pass:
+    """A pass that gives every dataflow function one more attribute (its class and SkipOptimization kept)."""
+
+    @function_pass(opt_level=0, name=f"Annotate{index}")
+    def annotate(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+        return func.with_attr(f"annotated_{index}", index)
+
+    return annotate
+
+
+@function_pass(opt_level=0, name="SkipEveryThird")
+def _skip_every_third(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Marks a third of the functions SkipOptimization: the passes after it must not visit them."""
+    return (
+        func.with_attr("SkipOptimization", True)
+        if sum(map(ord, func.attrs.get("global_symbol", ""))) % 3 == 0
+        else func
+    )
+
+
+def _counting_visits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times the executor takes a chain's targets from every head (once per call)."""
+    calls: list[int] = []
+    taken = executor_mod._visited
+
+    def counted(*args: object) -> list[int]:
+        calls.append(1)
+        return taken(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(executor_mod, "_visited", counted)
+    return calls
+
+
+def test_a_wave_that_changes_only_other_attributes_keeps_its_chain_s_targets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every function's head changes in every wave, none its class or SkipOptimization: the targets are
+    taken once, at the first wave, and every wave's output is the serial one."""
+    mod = random_module(num_functions=40, num_prim_funcs=5, size=6, seed=9)
+    pipeline = Sequential([_annotate(i) for i in range(4)])
+    with parallel_ctx(1):
+        expected = module_bytes(pipeline(mod))
+    calls = _counting_visits(monkeypatch)
+    default_executor.forget()
+    with parallel_ctx(2, **{"parpass.fuse_passes": False}):
+        out = pipeline(mod)
+    assert module_bytes(out) == expected
+    assert len(calls) == 1
+
+
+def test_a_wave_that_sets_skip_optimization_makes_the_next_take_its_targets_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pass that marks functions SkipOptimization changes the next pass's targets: they are taken again, and
+    the next pass leaves the marked functions as the serial run does."""
+    mod = random_module(num_functions=40, num_prim_funcs=5, size=6, seed=9)
+    pipeline = Sequential([_annotate(0), _skip_every_third, _annotate(1)])
+    with parallel_ctx(1):
+        serial = pipeline(mod)
+    skipped = [name for name in serial.names() if serial.kind_and_attrs(name)[1].get("SkipOptimization")]
+    assert skipped and all("annotated_1" not in serial.kind_and_attrs(name)[1] for name in skipped)
+    calls = _counting_visits(monkeypatch)
+    default_executor.forget()
+    with parallel_ctx(2, **{"parpass.fuse_passes": False}):
+        out = pipeline(mod)
+    assert module_bytes(out) == module_bytes(serial)
+    assert len(calls) == 2  # the first wave, and the one after the marking (the marking's own kept them)
