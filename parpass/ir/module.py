@@ -213,7 +213,7 @@ def _at_positions(order: list[str], positions: Sequence[int], names: Sequence[st
     if len(positions) != len(names) or min(positions, default=0) < 0:
         return False
     try:
-        return list(map(order.__getitem__, positions)) == list(names)
+        return list(map(order.__getitem__, positions)) == (names if isinstance(names, list) else list(names))
     except IndexError:
         return False
 
@@ -555,7 +555,8 @@ class IRModule:
 
         ``positions``, if given, are the functions' places in module order: the module's :meth:`columns`, if
         it holds them, are then patched rather than read again at the next wave. Raises KeyError, changing
-        nothing, if a name is not a function of the module, and ValueError if a position is not that name's.
+        nothing, if a name is not a function of the module; given positions, ValueError if one is not its
+        name's place.
         """
         self.set_encoded_regions(names, data, repeat(0), list(map(len, data)), digests, locations, heads, positions)
 
@@ -575,13 +576,11 @@ class IRModule:
         before = self._columns
         self._check_writable()
         slots = self._slots
-        missing = set(names).difference(slots)
-        if missing:
+        if positions is not None:  # the names at these positions: functions of the module
+            if not _at_positions(list(slots) if before is None else before.names, positions, names):
+                raise ValueError("set_encoded_columns: positions are not those of the names in module order")
+        elif missing := set(names).difference(slots):
             raise KeyError(f"set_encoded_columns replaces functions of the module; not in it: {sorted(missing)!r}")
-        if positions is not None and not _at_positions(
-            list(slots) if before is None else before.names, positions, names
-        ):
-            raise ValueError("set_encoded_columns: positions are not those of the names in module order")
         func = raw = loader = repeat(None)  # one endless iterator of None, read once per slot for each
         held = map(_HeldSlot, func, raw, loader, digests, locations, heads, buffers, starts, sizes)
         slots.update(zip(names, held, strict=True))
