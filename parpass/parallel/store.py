@@ -85,13 +85,23 @@ def location_store(location: int) -> str | None:
     return _paths.get(location >> 2 * _FIELD_BITS)
 
 
+#: A store file is extended ahead of its writes, to twice what they reach and at least this many bytes: the
+#: parent, which maps the file whole, then maps it again only when it doubled, not at every answer.
+_EXTEND_MIN = 1 << 20
+
+
 class StoreWriter:
-    """A store: appends blobs, rotating to a new file (named ``prefix``...) in ``directory`` once past ``limit``."""
+    """A store: appends blobs, rotating to a new file (named ``prefix``...) in ``directory`` once past ``limit``.
+
+    The file is longer than what was written (a sparse tail of zeros, see :data:`_EXTEND_MIN`); its readers
+    read only where a blob was reported.
+    """
 
     def __init__(self, prefix: str) -> None:
         self._prefix = prefix
         self.path = ""
         self.size = 0
+        self._extent = 0
         self._fd = -1
 
     def append(self, directory: str, limit: int, blobs: Sequence[bytes | memoryview]) -> tuple[str, list[int]]:
@@ -103,6 +113,9 @@ class StoreWriter:
         for blob in blobs:
             offsets.append(offset)
             offset += len(blob)
+        if offset > self._extent:
+            self._extent = max(2 * offset, _EXTEND_MIN)
+            os.ftruncate(self._fd, self._extent)
         write_all(self._fd, blobs)
         self.size = offset
         return self.path, offsets
@@ -110,7 +123,7 @@ class StoreWriter:
     def _rotate(self, directory: str) -> None:
         self.close()
         fd, path = tempfile.mkstemp(prefix=self._prefix, suffix=".bin", dir=directory)
-        self._fd, self.path, self.size = fd, path, 0
+        self._fd, self.path, self.size, self._extent = fd, path, 0, 0
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -59,3 +59,24 @@ def test_functions_held_as_regions_of_one_buffer_read_as_their_own_bytes() -> No
     assert not any(merged.is_decoded(name) for name in names)
     assert [merged.encoded_function(name) for name in names] == blobs
     assert isinstance(merged, IRModule) and [merged[name] for name in names] == [mod[name] for name in names]
+
+
+def test_a_store_is_extended_ahead_so_its_reader_maps_it_again_only_when_it_doubled(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The parent maps a store whole: a file extended ahead of its writes is mapped again far less often than
+    at every answer, and every blob reads back as written."""
+    from parpass.parallel.store import StoreReader, StoreWriter
+
+    writer = StoreWriter("store-test-")
+    path, (first,) = writer.append(str(tmp_path), 1 << 30, [b"a" * 100])
+    reader = StoreReader(path)
+    assert bytes(reader.view(first, 100)) == b"a" * 100
+    mapping = reader._view
+    blobs = [bytes([i]) * (1000 + i) for i in range(50)]
+    _, offsets = writer.append(str(tmp_path), 1 << 30, blobs)
+    assert [bytes(reader.view(o, len(b))) for o, b in zip(offsets, blobs, strict=True)] == blobs
+    assert reader._view is mapping  # within the extent: not mapped again
+    big = b"z" * (3 << 20)
+    _, (far,) = writer.append(str(tmp_path), 1 << 30, [big])
+    assert bytes(reader.view(far, len(big))) == big and reader._view is not mapping
+    assert writer.size == far + len(big)
+    writer.close()
