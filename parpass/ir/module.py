@@ -500,9 +500,10 @@ class IRModule:
         (a head may be read from the bytes).
 
         Kept until the module changes (a change of its functions, reading one that was held only as bytes,
-        encoding one held only decoded, recording a digest or a location), and carried by :meth:`copy` and
-        by :meth:`set_encoded_columns` given the positions: so a pipeline's next wave reads a module the last
-        one merged without walking it. The lists are shared: read them, never change them. Modules that share
+        encoding one held only decoded, recording a digest or a location without its position), carried by
+        :meth:`copy`, and patched by :meth:`set_encoded_columns`, :meth:`record_digests` and
+        :meth:`record_locations` given the positions: so a pipeline's next wave reads a module the last one
+        merged without walking it. The lists are shared: read them, never change them. Modules that share
         functions (a module and its copy) each keep their own: a function one of them decodes or digests may
         still show in the other's as it was (sizes, digests, locations and decoded flags only lag, from
         unknown to known; names and heads are always exact).
@@ -587,19 +588,41 @@ class IRModule:
         if before is not None and positions is not None:
             self._columns = _patched(before, positions, sizes, digests, locations, heads)
 
-    def record_digests(self, names: Iterable[str], digests: Iterable[bytes]) -> None:
-        """:meth:`record_digest` for many functions at once."""
-        slots = self._slots
-        for name, digest in zip(names, digests, strict=True):
-            slots[name].digest = digest
-            self._columns = None
+    def record_digests(
+        self, names: Sequence[str], digests: Sequence[bytes], positions: Sequence[int] | None = None
+    ) -> None:
+        """:meth:`record_digest` for many functions at once; ``positions``, if given, are their places in
+        module order, and the module's :meth:`columns`, if it holds them, are then patched rather than
+        dropped (ValueError, recording nothing, if a position is not its name's)."""
+        self._record("digest", names, digests, positions)
 
-    def record_locations(self, names: Iterable[str], locations: Iterable[object]) -> None:
-        """:meth:`record_location` for many functions at once."""
+    def record_locations(
+        self, names: Sequence[str], locations: Sequence[object], positions: Sequence[int] | None = None
+    ) -> None:
+        """:meth:`record_location` for many functions at once; ``positions`` as for :meth:`record_digests`."""
+        self._record("location", names, locations, positions)
+
+    def _record(
+        self, field: str, names: Sequence[str], values: Sequence[object], positions: Sequence[int] | None
+    ) -> None:
+        """Set slot attribute ``field`` (a cache: digest or location) of functions ``names``, patching the
+        kept columns' column of it where ``positions`` say which functions those are."""
+        if not names:
+            return
+        kept = self._columns
+        if positions is not None and not _at_positions(
+            list(self._slots) if kept is None else kept.names, positions, names
+        ):
+            raise ValueError(f"record_{field}s: positions are not those of the names in module order")
         slots = self._slots
-        for name, location in zip(names, locations, strict=True):
-            slots[name].location = location
+        for name, value in zip(names, values, strict=True):
+            setattr(slots[name], field, value)
+        if kept is None or positions is None:
             self._columns = None
+            return
+        column = list(getattr(kept, f"{field}s"))
+        deque(map(column.__setitem__, positions, values), maxlen=0)
+        self._columns = kept._replace(**{f"{field}s": column})
 
     def encoded_buffer(self, key: FuncKey) -> bytes | memoryview:
         """Function ``key``'s encoded form as held: like :meth:`encoded_function`, but a view is not copied."""

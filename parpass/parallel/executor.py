@@ -91,7 +91,7 @@ _Head = tuple[type[BaseFunc], Mapping[str, AttrValue]]
 #: Smallest size a worker's result store reaches before it starts a new one (see parpass.parallel.store).
 _STORE_MIN = 64 << 20
 #: In-process seconds after which a wave first asks whether to move the rest of it to workers, and how
-#: often after that (see ParallelExecutor._probe).
+#: often after that (see ParallelExecutor._probed).
 _PROBE_FIRST = 0.005
 _PROBE_EVERY = 0.005
 #: Functions a wave runs in-process before their rate is trusted (a pass's first calls pay for warming up).
@@ -287,25 +287,7 @@ class ParallelExecutor:
             pickled = self._pack(passes, names, cfg)
             if pickled is None:
                 return self._run_inline(passes, mod, ctx, observer, names, "pass cannot be pickled")
-        return self._ship(passes, pickled, mod, ctx, observer, cfg, sized, None)
-
-    def _probed(
-        self,
-        passes: Sequence[FunctionLevelPass],
-        mod: IRModule,
-        ctx: PassContext,
-        observer: ChainObserver | None,
-        cfg: ParallelConfig,
-        names: tuple[str, ...],
-        sized: _Sized | None,
-    ) -> IRModule:
-        """The wave begun here by a probe (see :meth:`_probe`), its rest run in the workers if the probe
-        moved it there."""
-        outcome = self._probe(passes, mod, ctx, observer, cfg, names, sized)
-        if isinstance(outcome, IRModule):
-            return outcome
-        assert outcome.pickled is not None and outcome.sized is not None  # a probe that moves read the wave
-        return self._ship(passes, outcome.pickled, mod, ctx, observer, cfg, outcome.sized, outcome)
+        return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, sized, None)
 
     def _sized(
         self, passes: Sequence[FunctionLevelPass], mod: IRModule, cpu_start: float, estimate: bool = True
@@ -320,24 +302,6 @@ class ParallelExecutor:
         total, encoded, unencoded, guessed = self._estimated_bytes(table)
         # mostly sizes never seen: a rate learned on them is a rough one
         return _Sized(table, total, encoded, unencoded, 2 * guessed > total)
-
-    def _ship(
-        self,
-        passes: Sequence[FunctionLevelPass],
-        pickled: bytes,
-        mod: IRModule,
-        ctx: PassContext,
-        observer: ChainObserver | None,
-        cfg: ParallelConfig,
-        sized: _Sized,
-        probe: _Probe | None,
-    ) -> IRModule:
-        """Run the wave ``sized`` in workers (the rest of it after ``probe``, if given)."""
-        names = tuple(p.info.name for p in passes)
-        with _collection_paused():
-            shipped = _shipped(mod, names, sized.table, sized.unencoded)
-        self._bytes_per_function = sum(shipped.sizes) / len(shipped.sizes)
-        return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, shipped, probe)
 
     def _pack(self, passes: Sequence[FunctionLevelPass], names: tuple[str, ...], cfg: ParallelConfig) -> bytes | None:
         """The chain pickled for the workers; None, having warned, for a pass that cannot be (an error with
@@ -384,7 +348,7 @@ class ParallelExecutor:
             if before is heads:
                 self._visited[key] = (after, indices)
 
-    def _probe(
+    def _probed(
         self,
         passes: Sequence[FunctionLevelPass],
         mod: IRModule,
@@ -393,12 +357,11 @@ class ParallelExecutor:
         cfg: ParallelConfig,
         names: tuple[str, ...],
         sized: _Sized | None,
-    ) -> IRModule | _Probe:
+    ) -> IRModule:
         """Run the chain's first pass in-process, in module order; start the workers when the work it shows
         pays for their start-up, and move the rest of the chain to them once they are ready and that pays.
 
-        Returns the result when the whole chain ran in-process, else what ran here (a :class:`_Probe`, with
-        the wave as read). ``sized`` is the wave as read (see :meth:`_sized`); None for a chain not known
+        ``sized`` is the wave as read (see :meth:`_sized`); None for a chain not known
         yet: it is read at the first check, so that a wave over before it costs what in-process costs.
         This is how a chain the cost model does not know yet (or a pool not started yet) costs at most a
         few checks more than in-process: nothing is decided on a guess. The serial order holds: the first
@@ -451,8 +414,9 @@ class ParallelExecutor:
         cost.record_decode(probe.decode_seconds, probe.decoded_bytes)
         record = cost.record_rough if shipped or 2 * guessed > done else cost.record_inline  # a few, or guessed
         record(names[:1], probe.timing.wall - probe.decode_seconds, int(done))
-        if shipped:
-            return probe
+        if shipped:  # a probe that moves read the wave
+            assert probe.pickled is not None and probe.sized is not None
+            return self._run_parallel(passes, probe.pickled, mod, ctx, observer, cfg, probe.sized, probe)
         return self._finish_in_process(passes, names, mod, ctx, observer, probe, cfg, asked, cpu_start)
 
     def _probed_size(self, held: int | None, name: str, fallback: float) -> tuple[int, int]:
@@ -645,16 +609,19 @@ class ParallelExecutor:
         ctx: PassContext,
         observer: ChainObserver | None,
         cfg: ParallelConfig,
-        shipped: _Shipped,
-        probe: _Probe | None = None,
+        sized: _Sized,
+        probe: _Probe | None,
     ) -> IRModule:
-        """Run the chain on the functions ``shipped.indices`` in workers; ``probe``, if given, is what ran
-        of it in-process first (the first pass on the first functions), which the workers take up from."""
+        """Run the wave ``sized`` in workers; ``probe``, if given, is what ran of it in-process first (the first
+        pass on the first functions), which the workers take up from."""
+        names = tuple(p.info.name for p in passes)
+        with _collection_paused():
+            shipped = _shipped(mod, names, sized.table, sized.unencoded)
+        self._bytes_per_function = sum(shipped.sizes) / len(shipped.sizes)
         backend = backend_mod.backend_for(cfg.scheduler)
         cost = self.cost_of(cfg.scheduler)
         self._pool_started = True
         start = time.perf_counter()
-        names = tuple(p.info.name for p in passes)
         indices, sizes, all_names = shipped.indices, shipped.sizes, shipped.names
         with _collection_paused():
             wave = self._wave_input(pickled, mod, ctx, cfg, shipped, probe)
@@ -1349,7 +1316,7 @@ def _place(
         placed = pack_locations(path, offsets, list(map(len, blobs)))
         for i, location in zip(unplaced, placed, strict=True):
             locations[i] = location
-        mod.record_locations([wave.names[i] for i in unplaced], placed)
+        mod.record_locations([wave.names[i] for i in unplaced], placed, unplaced)
         columns = unpack_locations(locations, list(crew.stores))
         assert columns is not None, "every function was just placed in a live store"
     live = {path: i for i, path in enumerate(crew.stores)}
@@ -1392,22 +1359,23 @@ def _prune_owners(crew: CrewLike, run: _Run, digests: list[bytes | None]) -> Non
 
 def _record_digests(out: IRModule, run: _Run, names: list[str], known: list[bytes | None], probed: bool) -> None:
     """Record in ``out`` the digests the workers computed of unchanged functions the wave did not know."""
-    lacking: list[str] = []
+    lacking: list[int] = []
     digests: list[bytes] = []
     for _, answer in run.answers:
         for index, digest in zip(answer.same, answer.same_digests, strict=True):
             if probed or known[index] is None:
-                lacking.append(names[index])
+                lacking.append(index)
                 digests.append(digest)
-    out.record_digests(lacking, digests)
+    out.record_digests(list(map(names.__getitem__, lacking)), digests, lacking)
 
 
 def _record_learned(mod: IRModule, run: _Run, names: list[str]) -> None:
     """Record in the wave's input ``mod`` the digests the workers computed of the bytes it sent them without one
     (changed functions; see :attr:`ChunkDone.learned`): a module run again is then known by them."""
-    learned = [names[index] for _, answer in run.answers for index in answer.learned]
+    learned = [index for _, answer in run.answers for index in answer.learned]
     if learned:
-        mod.record_digests(learned, [d for _, answer in run.answers for d in answer.learned_digests])
+        digests = [d for _, answer in run.answers for d in answer.learned_digests]
+        mod.record_digests(list(map(names.__getitem__, learned)), digests, learned)
 
 
 @contextlib.contextmanager

@@ -195,7 +195,21 @@ def _fresh(mod: IRModule) -> tuple[list[object], ...]:
 
 _CHANGES = st.lists(
     st.sampled_from(
-        ["set", "delete", "update", "read", "encode", "digest", "locate", "encoded_one", "copy", "merge", "merge_bad"]
+        [
+            "set",
+            "delete",
+            "update",
+            "read",
+            "encode",
+            "digest",
+            "digest_at",
+            "locate_at",
+            "locate",
+            "encoded_one",
+            "copy",
+            "merge",
+            "merge_bad",
+        ]
     ),
     min_size=1,
     max_size=12,
@@ -224,8 +238,18 @@ def test_the_columns_a_module_keeps_are_always_those_read_from_its_functions(cha
             mod.encoded_buffer(name)
         elif change == "digest" and name is not None:
             mod.record_digests([name], [bytes([step]) * 16])
+        elif change == "digest_at" and name is not None:
+            kept = mod.columns()
+            mod.record_digests([name], [bytes([step, 1]) * 8], [names.index(name)])
+            assert mod._columns is not None and mod._columns.names is kept.names  # patched, not read again
+            with pytest.raises(ValueError, match="positions"):
+                mod.record_digests([name], [b"x" * 16], [len(names)])
         elif change == "locate" and name is not None:
             mod.record_locations([name], [("store", step, 1)])
+        elif change == "locate_at" and name is not None:
+            kept = mod.columns()
+            mod.record_locations([name], [("store", step, 2)], [names.index(name)])
+            assert mod._columns is not None and mod._columns.names is kept.names  # patched, not read again
         elif change == "encoded_one" and name is not None:
             mod.set_encoded_function(name, mod.encoded_function(name))
         elif change == "copy":
