@@ -163,7 +163,8 @@ class CostModel:
         self.ship_rate = DEFAULT_SHIP_RATE
         self.decode_rate = DEFAULT_DECODE_RATE
         self.encode_rate = DEFAULT_ENCODE_RATE
-        #: a chunk's round trip beyond its work (see record_latency): the median of the last waves' samples
+        #: what one more chunk costs a busy seat beyond its work (see record_latency): the median of the last
+        #: waves' samples
         self.latency = latency
         self._latencies: list[float] = []
         #: seconds lost so far by shipping chains that lose in workers, to postpone decoding their input here
@@ -285,8 +286,9 @@ class CostModel:
             self.overhead = statistics.median(self._overheads)
 
     def record_latency(self, samples: Sequence[float]) -> None:
-        """Chunks' round trips beyond their work, as the parent saw them (each seat's first chunk of a wave:
-        from handing it out to its answer, less the chunk's own seconds in the worker)."""
+        """What chunks cost beyond their work, as the parent saw them: for each chunk after a seat's first in a
+        wave, the time from the seat's previous answer (or from handing it out, if later) to its own, less the
+        chunk's seconds in the worker. The executor sizes chunks by it (see ``_LATENCY_MULTIPLE``)."""
         if samples:
             with self._lock:
                 self._latencies.extend(max(sample, 0.0) for sample in samples)

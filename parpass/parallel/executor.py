@@ -1222,20 +1222,30 @@ class _Run:
         self.views: list[memoryview | None] = []  # per answer: the store its changed functions' new bytes lie in
         self.chunks = 0
         self.stolen = 0
-        #: each seat's first chunk's round trip beyond its work (it waited behind no other chunk of the seat)
+        #: what each chunk after a seat's first cost beyond its work (see :meth:`answered`)
         self.latencies: list[float] = []
-        self._first_sent: dict[int, float] = {}
+        self._sent_at: dict[int, deque[float]] = {}  # per seat: when its chunks in flight went, oldest first
+        self._answered_at: dict[int, float] = {}  # per seat: when its last answer came
 
     def sent(self, seat: int) -> None:
         """A chunk went to ``seat``."""
-        self._first_sent.setdefault(seat, time.perf_counter())
+        self._sent_at.setdefault(seat, deque()).append(time.perf_counter())
 
     def answered(self, seat: int, seconds: float) -> None:
-        """A chunk of ``seat`` came back, ``seconds`` of work in the worker."""
-        sent = self._first_sent.get(seat)
-        if sent is not None and sent >= 0:
-            self.latencies.append(time.perf_counter() - sent - seconds)
-            self._first_sent[seat] = -1.0  # later chunks waited behind earlier ones: no sample
+        """A chunk of ``seat`` came back, ``seconds`` of work in the worker.
+
+        Its cost beyond its work is the time since the seat's previous answer (or since it went, if later),
+        less its work: what one more chunk costs a seat kept busy. A seat's first chunk gives no sample: its
+        round trip also holds what the wave costs once (opening it in the worker, a cluster's scatter),
+        which made a local crew's chunks look 10x dearer than they are, and their floor too high.
+        """
+        now = time.perf_counter()
+        queue = self._sent_at.get(seat)
+        sent = queue.popleft() if queue else now
+        before = self._answered_at.get(seat)
+        if before is not None:
+            self.latencies.append(now - max(before, sent) - seconds)
+        self._answered_at[seat] = now
 
 
 class _LostElsewhere(Exception):

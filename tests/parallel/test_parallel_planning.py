@@ -192,6 +192,37 @@ def test_the_chunk_latency_is_the_median_of_recent_samples_and_the_worker_rate_f
     assert model.worker_rate(["A"]) == pytest.approx(0.2 / 1000)
 
 
+def test_a_chunk_s_latency_is_what_it_cost_a_busy_seat_not_the_wave_s_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seat's first answer gives no sample (its round trip holds the wave's opening); a later chunk's cost is
+    the time since the seat's previous answer, or since the chunk went if later, less its work."""
+    import parpass.parallel.executor as executor_mod
+
+    clock = [0.0]
+    monkeypatch.setattr(executor_mod.time, "perf_counter", lambda: clock[0])
+    run = executor_mod._Run()
+
+    def at(t: float) -> None:
+        clock[0] = t
+
+    at(0.0)
+    run.sent(0)
+    run.sent(0)  # two in flight
+    run.sent(1)
+    at(0.030)
+    run.answered(0, 0.010)  # 20 ms beyond its work: the wave's opening, not a chunk's cost
+    run.sent(0)
+    assert run.latencies == []
+    at(0.041)
+    run.answered(0, 0.010)  # it waited behind the first: 1 ms beyond its work since that answer
+    at(0.050)
+    run.answered(1, 0.020)  # seat 1's first: no sample
+    at(0.060)
+    run.sent(1)  # after seat 1's answer: counted from when it went
+    at(0.075)
+    run.answered(1, 0.012)
+    assert run.latencies == pytest.approx([0.001, 0.003])
+
+
 def test_an_empty_wave_hands_out_nothing() -> None:
     dispatcher = Dispatcher([], [], [], 3)
     assert dispatcher.remaining() == 0
