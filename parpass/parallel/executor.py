@@ -753,7 +753,7 @@ class ParallelExecutor:
             floor = _LATENCY_MULTIPLE * cost.latency / max(cost.worker_rate(names), 1e-12)
             dispatcher = Dispatcher(indices, sizes, owners, crew.size, floor)
             outstanding = [0] * crew.size
-            run = _Run()
+            run = _Run(whole_round_trips=not cost.workers_on_this_machine)
             for _ in range(_IN_FLIGHT):
                 for seat in range(crew.size):
                     self._hand_out(crew, dispatcher, seat, wave_path, outstanding, run)
@@ -1217,7 +1217,9 @@ class _Probe:
 class _Run:
     """What one attempt of a wave brought back: every chunk's answer, by seat, and what it cost the parent."""
 
-    def __init__(self) -> None:
+    def __init__(self, whole_round_trips: bool = False) -> None:
+        #: sample each seat's first round trip whole rather than what later chunks cost (see :meth:`answered`)
+        self.whole_round_trips = whole_round_trips
         self.answers: list[tuple[int, ChunkDone]] = []
         self.views: list[memoryview | None] = []  # per answer: the store its changed functions' new bytes lie in
         self.chunks = 0
@@ -1236,14 +1238,23 @@ class _Run:
 
         Its cost beyond its work is the time since the seat's previous answer (or since it went, if later),
         less its work: what one more chunk costs a seat kept busy. A seat's first chunk gives no sample: its
-        round trip also holds what the wave costs once (opening it in the worker, a cluster's scatter),
-        which made a local crew's chunks look 10x dearer than they are, and their floor too high.
+        round trip also holds what the wave costs once (opening it in the worker), which made a local crew's
+        chunks look 10x dearer than they are, and their floor too high.
+
+        With ``whole_round_trips`` (workers on other machines: a cluster), only a seat's first chunk gives a
+        sample, its whole round trip less its work. A cluster's chunk costs its scheduler, client and
+        comms CPU that the gaps between answers do not show; sized by those gaps (~2 ms) a LocalCluster's
+        chunks cost the 2-core machine 78% of the local speedup on the heavy pass against 95% sized by
+        round trips (``bench_cluster.py``, the same run of each).
         """
         now = time.perf_counter()
         queue = self._sent_at.get(seat)
         sent = queue.popleft() if queue else now
         before = self._answered_at.get(seat)
-        if before is not None:
+        if self.whole_round_trips:
+            if before is None:
+                self.latencies.append(now - sent - seconds)
+        elif before is not None:
             self.latencies.append(now - max(before, sent) - seconds)
         self._answered_at[seat] = now
 

@@ -223,6 +223,26 @@ def test_a_chunk_s_latency_is_what_it_cost_a_busy_seat_not_the_wave_s_start(monk
     assert run.latencies == pytest.approx([0.001, 0.003])
 
 
+def test_a_cluster_s_chunk_latency_is_each_seat_s_first_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers on other machines: each seat's first chunk's whole round trip less its work is the sample (a
+    cluster's chunk costs machinery the gaps between answers do not show); later chunks give none."""
+    import parpass.parallel.executor as executor_mod
+
+    clock = [0.0]
+    monkeypatch.setattr(executor_mod.time, "perf_counter", lambda: clock[0])
+    run = executor_mod._Run(whole_round_trips=True)
+    run.sent(0)
+    run.sent(0)
+    run.sent(1)
+    clock[0] = 0.030
+    run.answered(0, 0.010)
+    clock[0] = 0.041
+    run.answered(0, 0.010)  # waited behind the first: no sample
+    clock[0] = 0.050
+    run.answered(1, 0.020)
+    assert run.latencies == pytest.approx([0.020, 0.030])
+
+
 def test_an_empty_wave_hands_out_nothing() -> None:
     dispatcher = Dispatcher([], [], [], 3)
     assert dispatcher.remaining() == 0
