@@ -56,7 +56,7 @@ from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import ChunkDone, TaskError, WorkerFailure
 from parpass.parallel.reproducer import write_reproducer
 from parpass.parallel.schedule import Dispatcher
-from parpass.parallel.store import location_store, pack_locations, unpack_locations
+from parpass.parallel.store import Location, location_store, pack_locations, unpack_locations
 from parpass.parallel.wave import WaveHeader, scratch_dir
 from parpass.parallel.worker import pack_passes
 from parpass.transform.context import PassContext
@@ -704,8 +704,8 @@ class ParallelExecutor:
             pickled,
             dumps_for_workers(ctx.snapshot()),
             shipped.names,
-            # the IR keeps an executor's location opaque; this executor records only packed ints (see store.py)
-            cast("list[int | None]", shipped.locations),
+            # the IR keeps an executor's location opaque; this executor records only its own (see store.py)
+            cast("list[Location | None]", shipped.locations),
             msgspec.msgpack.encode(dict(mod.attrs)),
             bool(ctx.instruments),
             shipped.digests,
@@ -945,7 +945,7 @@ class ParallelExecutor:
         starts: list[int] = []
         sizes: list[int] = []
         digests: list[bytes] = []
-        locations: list[int] = []
+        locations: list[Location] = []
         new_heads: list[_Head] = []
         for (_, answer), stored in zip(run.answers, run.views, strict=True):
             if stored is None:  # it changed nothing
@@ -1106,7 +1106,7 @@ class _WaveInput(msgspec.Struct, frozen=True, dict=False):
     context: bytes
     names: list[str]
     #: where the executor's workers stored each function's bytes, if they did (see :func:`pack_locations`)
-    locations: list[int | None]
+    locations: list[Location | None]
     attrs: bytes
     record: bool
     digests: list[bytes | None]
