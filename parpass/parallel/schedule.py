@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import operator
 from collections.abc import Sequence
 
 #: Smallest chunk, as a share of a wave's work per seat: smaller ones balance the end of a wave
@@ -58,11 +59,7 @@ class Dispatcher:
             targets, sizes, owners = map(list, zip(*sorted(zip(targets, sizes, owners, strict=True)), strict=True))
         self._targets = list(targets)
         size = self._size = list(sizes)
-        mine: list[list[int]] = [[] for _ in range(self.seats)]
-        nobody: list[int] = []
-        queue_of: dict[int | None, list[int]] = dict(enumerate(mine))
-        for position, owner in enumerate(owners):
-            queue_of.get(owner, nobody).append(position)  # a seat out of range: nobody's
+        mine, nobody = _by_owner(owners, self.seats)
         if nobody:
             # a heap: the seat with the least work queued
             least = [(sum(map(size.__getitem__, q)), s) for s, q in enumerate(mine)]
@@ -126,6 +123,31 @@ class Dispatcher:
         self._sums[thief] = _running_sums(taken, self._size)
         self._lo[thief], self._hi[thief] = 0, len(taken)
         self.stolen += len(taken)
+
+
+#: Up to this many seats, positions are grouped by owner one seat at a time (a pass in C each), beyond it in
+#: one Python loop: ~0.02 against ~0.2 us a function each.
+_GROUP_BY_SEAT = 8
+
+
+def _by_owner(owners: Sequence[int | None], seats: int) -> tuple[list[list[int]], list[int]]:
+    """The positions of ``owners`` each seat holds (ascending), and those nobody holds (None, or a seat out
+    of range)."""
+    positions = range(len(owners))
+    if seats <= _GROUP_BY_SEAT:
+        mine = [
+            list(itertools.compress(positions, map(operator.eq, owners, itertools.repeat(s)))) for s in range(seats)
+        ]
+        if sum(map(len, mine)) == len(owners):
+            return mine, []
+        seats_held: dict[int | None, bool] = dict.fromkeys(range(seats), True)
+        return mine, list(itertools.compress(positions, map(operator.not_, map(seats_held.get, owners))))
+    mine = [[] for _ in range(seats)]
+    nobody: list[int] = []
+    queue_of: dict[int | None, list[int]] = dict(enumerate(mine))
+    for position, owner in enumerate(owners):
+        queue_of.get(owner, nobody).append(position)
+    return mine, nobody
 
 
 def _largest_first(positions: list[int], size: list[int]) -> list[int]:

@@ -22,7 +22,7 @@ from parpass.ir.node import BaseFunc
 from parpass.parallel import get_backend
 from parpass.parallel.cost import CostModel
 from parpass.parallel.resident import DIGEST_SIZE, ResidentCache, digest_of
-from parpass.parallel.schedule import MAX_FLOOR_SHARE, MIN_CHUNK_SHARE, Dispatcher
+from parpass.parallel.schedule import MAX_FLOOR_SHARE, MIN_CHUNK_SHARE, Dispatcher, _by_owner
 from parpass.testing import random_module
 from parpass.transform import PassContext, Sequential
 
@@ -91,6 +91,15 @@ def test_a_seat_gets_its_own_functions_before_it_steals(wave) -> None:  # type: 
         stole[seat] = stole[seat] or dispatcher.stolen > before
         if not stole[seat]:
             assert all(owner.get(i, seat) == seat for i in chunk), (seat, chunk, owner)
+
+
+@given(seats=st.integers(1, 12), owners=st.lists(st.one_of(st.none(), st.integers(-1, 13)), max_size=60))
+def test_positions_are_grouped_by_owner_alike_for_few_seats_and_many(seats: int, owners: list[int | None]) -> None:
+    """Few seats group one seat at a time, many in one loop: each seat's positions ascending, and nobody's
+    (None or a seat out of range) apart."""
+    mine, nobody = _by_owner(owners, seats)
+    assert mine == [[p for p, o in enumerate(owners) if o == s] for s in range(seats)]
+    assert nobody == [p for p, o in enumerate(owners) if o is None or not 0 <= o < seats]
 
 
 def test_owners_get_their_own_functions_first() -> None:
