@@ -163,8 +163,7 @@ class CostModel:
         self.ship_rate = DEFAULT_SHIP_RATE
         self.decode_rate = DEFAULT_DECODE_RATE
         self.encode_rate = DEFAULT_ENCODE_RATE
-        #: what one more chunk costs a busy seat beyond its work (see record_latency): the median of the last
-        #: waves' samples
+        #: what a chunk costs beyond its work (see record_latency): the median of the last waves' samples
         self.latency = latency
         self._latencies: list[float] = []
         #: seconds lost so far by shipping chains that lose in workers, to postpone decoding their input here
@@ -286,9 +285,12 @@ class CostModel:
             self.overhead = statistics.median(self._overheads)
 
     def record_latency(self, samples: Sequence[float]) -> None:
-        """What chunks cost beyond their work, as the parent saw them: for each chunk after a seat's first in a
-        wave, the time from the seat's previous answer (or from handing it out, if later) to its own, less the
-        chunk's seconds in the worker. The executor sizes chunks by it (see ``_LATENCY_MULTIPLE``)."""
+        """What chunks cost beyond their work, as the parent saw them. On workers of this machine, for each
+        chunk after a seat's first in a wave, the time from the seat's previous answer (or from handing it out,
+        if later) to its own, less the chunk's seconds in the worker: what one more chunk costs a busy seat. On
+        a cluster, each seat's first chunk's whole round trip less its work, which also holds what the cluster's
+        machinery spends on a chunk (see the executor's ``_Run.answered``). The executor sizes chunks by it
+        (see ``_LATENCY_MULTIPLE``)."""
         if samples:
             with self._lock:
                 self._latencies.extend(max(sample, 0.0) for sample in samples)
