@@ -1224,7 +1224,8 @@ class _Run:
         self.views: list[memoryview | None] = []  # per answer: the store its changed functions' new bytes lie in
         self.chunks = 0
         self.stolen = 0
-        #: what each chunk after a seat's first cost beyond its work (see :meth:`answered`)
+        #: what chunks cost beyond their work, one sample per chunk after a seat's first, or per seat's first
+        #: with ``whole_round_trips`` (see :meth:`answered`)
         self.latencies: list[float] = []
         self._sent_at: dict[int, deque[float]] = {}  # per seat: when its chunks in flight went, oldest first
         self._answered_at: dict[int, float] = {}  # per seat: when its last answer came
