@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from itertools import repeat
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Union, cast
 
 import msgspec
 
@@ -91,6 +91,22 @@ class _SlotBase:
 
                 self.head = peek_function(self.data)
         return self.head
+
+    def called_names(self) -> list[str]:
+        """The names of the functions it refers to, read from the bytes where it holds no function decoded."""
+        from parpass.ir.calls import called_names, called_names_encoded
+        from parpass.ir.relax import Function
+
+        if not issubclass(self.kind_and_attrs()[0], Function):
+            return []  # a PrimFunc calls no module function
+        if self.func is None and self.loader is None:
+            data = self.data
+            assert data is not None
+            try:
+                return called_names_encoded(data)
+            except msgspec.DecodeError:
+                pass  # decoding it whole says what is wrong
+        return called_names(cast("Function", self.get()))
 
     def encoded(self) -> bytes:
         data = self.buffer()
@@ -646,6 +662,16 @@ class IRModule:
         from a module whose functions are still held as bytes.
         """
         return self._slot(key).kind_and_attrs()
+
+    def called_names(self, key: FuncKey) -> list[str]:
+        """The names of the module functions that function ``key`` refers to, in first-reference order.
+
+        As :func:`~parpass.ir.calls.called_names` gives them (``[]`` for a PrimFunc;
+        a name need not be in the module), read from the bytes where the module
+        holds the function encoded, so nothing is decoded: a module pass that walks
+        the call graph after a parallel wave reads it as fast as from decoded IR.
+        """
+        return self._slot(key).called_names()
 
     def heads(self) -> list[tuple[str, type[BaseFunc], Mapping[str, AttrValue]]]:
         """``(name, class, attributes)`` of every function, in module order (see :meth:`kind_and_attrs`)."""

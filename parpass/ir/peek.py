@@ -38,6 +38,8 @@ _DECODER = msgspec.msgpack.Decoder(_FunctionHead | _PrimFuncHead)
 
 def peek_function(data: bytes | memoryview) -> tuple[type[BaseFunc], Mapping[str, AttrValue]]:
     """``(Function or PrimFunc, attrs)`` of an encoded function."""
-    head = _DECODER.decode(data)
+    from parpass.ir.serialization import _deep_call
+
+    head = _deep_call(_DECODER.decode, data)  # a deeply nested body takes a deep skip
     kind: type[BaseFunc] = Function if isinstance(head, _FunctionHead) else PrimFunc
     return kind, head.attrs

@@ -9,18 +9,18 @@ keeps nothing: nobody can call any of its functions.
 
 A module pass, since it deletes functions. Calls are found through the
 :class:`~parpass.ir.GlobalVar` references anywhere in a dataflow Function's
-body (loop-level PrimFuncs call no module functions, so they are not read:
-a module holding them as encoded bytes does not decode them). Module order is
-kept; when nothing is removed the module comes back unchanged.
+body (loop-level PrimFuncs call no module functions). A module holding its
+functions as encoded bytes, as after a parallel wave, is read without decoding
+them (:meth:`IRModule.called_names <parpass.ir.IRModule.called_names>`). Module
+order is kept; when nothing is removed the module comes back unchanged.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import ClassVar
 
-from parpass.ir import Function, IRModule
-from parpass.ir.calls import called_names
+from parpass.ir import IRModule
 from parpass.transform import ModuleTransform, PassContext, Statistic
 
 __all__ = ["RemoveUnusedFunctions"]
@@ -32,17 +32,12 @@ def _reachable(mod: IRModule) -> set[str]:
     """The names of the entry points of ``mod`` and of the functions they reach through calls."""
     reachable: set[str] = set()
     stack: list[str] = []
-    for name in mod.names():
-        _, attrs = mod.kind_and_attrs(name)  # reads attributes without decoding a lazily held body
+    for name, _, attrs in mod.heads():  # attributes read without decoding a lazily held body
         if "global_symbol" in attrs or attrs.get("SkipOptimization"):
             reachable.add(name)
             stack.append(name)
     while stack:
-        name = stack.pop()
-        kind, _ = mod.kind_and_attrs(name)
-        if not issubclass(kind, Function):
-            continue
-        for callee in called_names(cast(Function, mod[name])):  # its kind was just checked
+        for callee in mod.called_names(stack.pop()):  # read from the bytes where the module holds them
             if callee not in reachable and callee in mod:
                 reachable.add(callee)
                 stack.append(callee)

@@ -28,10 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from parpass.ir.calls import called_names
 from parpass.ir.module import IRModule
 from parpass.ir.node import BaseFunc
-from parpass.ir.relax import Function
 from parpass.parallel.config import MODE, NUM_WORKERS
 from parpass.testing.interpreter import InterpreterError, Reference, meaning_difference, reference_run
 from parpass.transform.bisect import BISECT_LIMIT, BISECT_PRINT, BisectDecision
@@ -67,9 +65,7 @@ def _closure_keys(mod: IRModule) -> dict[str, bytes]:
     own = {name: hashlib.blake2b(mod.encoded_buffer(name), digest_size=16).digest() for name in mod.names()}
     callees: dict[str, list[str]] = {}
     for name in mod.names():
-        kind, _ = mod.kind_and_attrs(name)
-        func = mod[name] if issubclass(kind, Function) else None  # PrimFuncs call nothing: left encoded
-        callees[name] = [c for c in called_names(func) if c in own] if isinstance(func, Function) else []
+        callees[name] = [c for c in mod.called_names(name) if c in own]  # read from the bytes where held as bytes
     keys: dict[str, bytes] = {}
     for name in mod.names():
         reached = {name}
