@@ -908,8 +908,8 @@ def test_a_chain_not_known_reads_nothing_of_the_wave_before_the_probe_s_first_ch
 def test_a_chain_that_ran_here_whole_after_its_probe_is_decided_at_once_the_next_time(history) -> None:  # type: ignore[no-untyped-def]
     """A chain probed (its first pass here, function by function) and kept here whole is learned whole: run
     again, it is decided before anything runs, not probed again at a few checks a function. One whose run
-    here took less than a round trip to the workers could not have gained there: it is not read to learn
-    that, and starts here again as an in-process run would."""
+    here, shared among the workers, would save less than a round trip to them could not have gained there:
+    it is not read to learn that, and starts here again as an in-process run would."""
     from parpass.parallel import default_executor
 
     small = random_module(num_functions=6, num_prim_funcs=0, size=4, seed=1)
