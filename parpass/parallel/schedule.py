@@ -4,7 +4,7 @@ Every target function starts in the queue of one seat of the crew: the seat
 that holds it resident (it produced or decoded the function in an earlier
 wave), or, for a function nobody holds, the seat with the least work queued
 so far (largest functions first, so the queues come out even). A seat is
-handed its own queue in shrinking chunks (*factoring*: half of what it has
+handed its own queue in shrinking chunks (*factoring*: a third of what it has
 left each time, down to a floor of :data:`MIN_CHUNK_SHARE` of the wave's work
 per seat, or the caller's ``floor``, at most :data:`MAX_FLOOR_SHARE` of it: a
 backend whose round trip costs milliseconds asks for chunks that each carry
@@ -26,6 +26,10 @@ from collections.abc import Sequence
 #: Smallest chunk, as a share of a wave's work per seat: smaller ones balance the end of a wave
 #: better, but each costs a round trip.
 MIN_CHUNK_SHARE = 1 / 32
+#: A chunk's share of the work its seat has left: with two chunks in flight a seat has committed 5/9 of its
+#: queue at the start (3/4 with halves), so a first chunk slower than its sizes say leaves less of a tail
+#: (a seat that finished has nothing left to steal); each chunk more costs a round trip.
+CHUNK_SHARE = 1 / 3
 #: Largest floor a caller may ask for, as a share of a wave's work per seat: each seat still gets a few
 #: chunks, so that a seat done early has something to steal.
 MAX_FLOOR_SHARE = 1 / 4
@@ -90,8 +94,8 @@ class Dispatcher:
     def next_chunk(self, seat: int) -> list[int]:
         """The next functions for ``seat`` (in module order); empty when the whole wave is handed out.
 
-        From the large end of its queue, functions until their sizes reach half the work it has left (at
-        least the floor), or the queue's end.
+        From the large end of its queue, functions until their sizes reach :data:`CHUNK_SHARE` of the work
+        it has left (at least the floor), or the queue's end.
         """
         if self._lo[seat] == self._hi[seat]:
             self._steal(seat)
@@ -100,7 +104,7 @@ class Dispatcher:
             return []
         sums = self._sums[seat]
         base = sums[lo]
-        target = max((sums[hi] - base) / 2, self._floor)
+        target = max((sums[hi] - base) * CHUNK_SHARE, self._floor)
         end = bisect.bisect_left(sums, target, lo + 1, hi, key=lambda total: total - base)
         self._lo[seat] = end
         return list(map(self._targets.__getitem__, sorted(self._queues[seat][lo:end])))

@@ -22,7 +22,7 @@ from parpass.ir.node import BaseFunc
 from parpass.parallel import get_backend
 from parpass.parallel.cost import CostModel
 from parpass.parallel.resident import DIGEST_SIZE, ResidentCache, digest_of
-from parpass.parallel.schedule import MAX_FLOOR_SHARE, MIN_CHUNK_SHARE, Dispatcher, _by_owner
+from parpass.parallel.schedule import CHUNK_SHARE, MAX_FLOOR_SHARE, MIN_CHUNK_SHARE, Dispatcher, _by_owner
 from parpass.testing import random_module
 from parpass.transform import PassContext, Sequential
 
@@ -161,9 +161,9 @@ def test_chunks_shrink_towards_the_end_of_a_queue() -> None:
     dispatcher = Dispatcher(list(range(2000)), sizes, [None] * 2000, 2)
     chunks, _ = _own_chunks(dispatcher, 0)
     shares = [sum(sizes[i] for i in c) / sum(sizes) for c in chunks]
-    # factoring: each chunk half of what the seat has left (its queue is half the wave), down to a floor
-    assert shares[0] == pytest.approx(0.25, abs=0.01)
-    assert shares[1] == pytest.approx(0.125, abs=0.01)
+    # factoring: each chunk a third of what the seat has left (its queue is half the wave), down to a floor
+    assert shares[0] == pytest.approx(0.5 * CHUNK_SHARE, abs=0.01)
+    assert shares[1] == pytest.approx(0.5 * (1 - CHUNK_SHARE) * CHUNK_SHARE, abs=0.01)
     assert all(later <= earlier + 0.005 for earlier, later in itertools.pairwise(shares[:-1]))
     assert min(shares[:-1]) >= MIN_CHUNK_SHARE / 2  # the floor (a round trip per chunk is not free)
     assert sum(shares) == pytest.approx(0.5, abs=0.01) and len(chunks) <= 40
