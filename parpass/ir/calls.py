@@ -149,8 +149,9 @@ def called_names_encoded(data: bytes | memoryview) -> list[str]:
 
     ``data`` must hold a Function (:meth:`IRModule.kind_and_attrs
     <parpass.ir.IRModule.kind_and_attrs>` tells); bytes in which no GlobalVar
-    can be are not parsed at all. Raises ``msgspec.DecodeError`` where they are
-    not a Function's: a full decode then says what is wrong with them.
+    can be are not parsed at all. Raises ``msgspec.DecodeError`` (or
+    ``UnicodeDecodeError``) where they are not a Function's: a full decode then
+    says what is wrong with them.
     """
     if _GLOBAL_VAR_TAG(data) is None:
         return []

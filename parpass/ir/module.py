@@ -49,7 +49,8 @@ class _SlotBase:
     location: object  # where an executor keeps a copy of ``data`` (opaque here)
     head: _Head | None  # (class, attrs), once read
 
-    def get(self) -> BaseFunc:
+    def get(self, name: str = "") -> BaseFunc:
+        """The function, decoded now if need be; bytes that do not decode raise IRFormatError naming ``name``."""
         if self.func is None:
             if self.loader is not None:
                 self.func = self.loader()
@@ -58,7 +59,7 @@ class _SlotBase:
                 from parpass.ir.serialization import decode_function
 
                 assert self.data is not None
-                self.func = decode_function(self.data)
+                self.func = decode_function(self.data, f"@{name}" if name else "")
         return self.func
 
     def held_size(self) -> int | None:
@@ -80,33 +81,36 @@ class _SlotBase:
             self.data = encode_function(self.get())  # get(): a slot may hold a pending loader
         return self.data
 
-    def kind_and_attrs(self) -> _Head:
+    def kind_and_attrs(self, name: str = "") -> _Head:
         """The class and attributes, read from the bytes if need be; cached (both are immutable)."""
         if self.head is None:
-            if self.func is not None or self.data is None:
-                func = self.get()
-                self.head = type(func), func.attrs
-            else:
+            if self.func is None and self.data is not None:
                 from parpass.ir.peek import peek_function
 
-                self.head = peek_function(self.data)
+                try:
+                    self.head = peek_function(self.data)
+                    return self.head
+                except (msgspec.DecodeError, UnicodeDecodeError):
+                    pass  # decoding it whole says what is wrong (IRFormatError naming ``name``)
+            func = self.get(name)
+            self.head = type(func), func.attrs
         return self.head
 
-    def called_names(self) -> list[str]:
+    def called_names(self, name: str = "") -> list[str]:
         """The names of the functions it refers to, read from the bytes where it holds no function decoded."""
         from parpass.ir.calls import called_names, called_names_encoded
         from parpass.ir.relax import Function
 
-        if not issubclass(self.kind_and_attrs()[0], Function):
+        if not issubclass(self.kind_and_attrs(name)[0], Function):
             return []  # a PrimFunc calls no module function
         if self.func is None and self.loader is None:
             data = self.data
             assert data is not None
             try:
                 return called_names_encoded(data)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, UnicodeDecodeError):
                 pass  # decoding it whole says what is wrong
-        return called_names(cast("Function", self.get()))
+        return called_names(cast("Function", self.get(name)))
 
     def encoded(self) -> bytes:
         data = self.buffer()
@@ -312,7 +316,8 @@ class IRModule:
         slot = self._slot(key)
         if slot.func is None:
             self._columns = None  # its "decoded" column changes
-        return slot.get()
+            return slot.get(_name_of(key))
+        return slot.func
 
     def __contains__(self, key: object) -> bool:
         if isinstance(key, GlobalVar):
@@ -333,7 +338,7 @@ class IRModule:
         """``(GlobalVar, function)`` pairs in module order (decodes lazily held functions)."""
         self._columns = None  # the "decoded" column changes
         for name, slot in list(self._slots.items()):
-            yield GlobalVar(name), slot.get()
+            yield GlobalVar(name), slot.get(name)
 
     @property
     def functions(self) -> Mapping[GlobalVar, BaseFunc]:
@@ -541,7 +546,7 @@ class IRModule:
         :meth:`heads` as two lists: what an executor picking a wave's targets reads, once per wave.
         """
         slots = self._slots
-        return list(slots), [slot.head or slot.kind_and_attrs() for slot in slots.values()]
+        return list(slots), [slot.head or slot.kind_and_attrs(name) for name, slot in slots.items()]
 
     def encoded_columns(self) -> tuple[list[int], list[bytes | None], list[object]]:
         """:meth:`encoded_entries` as columns, less the bytes themselves: every function's encoded size, digest
@@ -661,7 +666,7 @@ class IRModule:
         Lets an executor pick the targets of a pass (kind, ``SkipOptimization``)
         from a module whose functions are still held as bytes.
         """
-        return self._slot(key).kind_and_attrs()
+        return self._slot(key).kind_and_attrs(_name_of(key))
 
     def called_names(self, key: FuncKey) -> list[str]:
         """The names of the module functions that function ``key`` refers to, in first-reference order.
@@ -671,11 +676,11 @@ class IRModule:
         holds the function encoded, so nothing is decoded: a module pass that walks
         the call graph after a parallel wave reads it as fast as from decoded IR.
         """
-        return self._slot(key).called_names()
+        return self._slot(key).called_names(_name_of(key))
 
     def heads(self) -> list[tuple[str, type[BaseFunc], Mapping[str, AttrValue]]]:
         """``(name, class, attributes)`` of every function, in module order (see :meth:`kind_and_attrs`)."""
-        return [(name, *slot.kind_and_attrs()) for name, slot in self._slots.items()]
+        return [(name, *slot.kind_and_attrs(name)) for name, slot in self._slots.items()]
 
     @classmethod
     def from_loader(

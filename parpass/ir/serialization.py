@@ -227,8 +227,9 @@ def encode_function(func: BaseFunc) -> bytes:
         raise type(exc)(f"cannot serialize function: {exc} (attribute values must be plain data)") from exc
 
 
-def decode_function(data: bytes | bytearray | memoryview) -> BaseFunc:
-    """The function encoded by :func:`encode_function`; IRFormatError if ``data`` is not one.
+def decode_function(data: bytes | bytearray | memoryview, where: str = "") -> BaseFunc:
+    """The function encoded by :func:`encode_function`; IRFormatError if ``data`` is not one, naming
+    ``where`` (``@main``: the function a module holds under that name) if given.
 
     The cyclic garbage collector is paused while decoding: IR holds no cycles, and
     collections triggered by the many small objects of a decode cost several times
@@ -237,7 +238,7 @@ def decode_function(data: bytes | bytearray | memoryview) -> BaseFunc:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode_slot(_MSGPACK, data, "function bytes", "", "$")
+        return _decode_slot(_MSGPACK, data, "function bytes", where, "$")
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -715,7 +716,7 @@ def function_of(mod: IRModule, name: str) -> BaseFunc:
 
     (Writing a module as JSON, or hashing or comparing it, should not leave its functions decoded in it.)
     """
-    return mod[name] if mod.is_decoded(name) else decode_function(mod.encoded_function(name))
+    return mod[name] if mod.is_decoded(name) else decode_function(mod.encoded_function(name), f"@{name}")
 
 
 def to_json(x: IRObject) -> bytes:

@@ -60,7 +60,7 @@ from parpass.parallel.store import Location, location_store, pack_locations, unp
 from parpass.parallel.wave import WaveHeader, scratch_dir
 from parpass.parallel.worker import pack_passes
 from parpass.transform.context import PassContext
-from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming, view_reason
+from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming, target_function, view_reason
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note, visited_positions
 from parpass.transform.statistics import add_counts
 
@@ -1208,7 +1208,7 @@ class _Probe:
             func = mod[name]
         else:
             before = time.perf_counter()
-            func = mod[name]
+            func = target_function(p, mod, name)
             self.decode_seconds += time.perf_counter() - before
             self.decoded_bytes += size or 0
         self.results[name] = p.transform_one(func, name, view, ctx)

@@ -39,7 +39,9 @@ class _ProcField:
 
 
 _RUNNABLE = _ProcField("/proc/loadavg", 3)  # "running/total" threads
-_SCHEDSTAT = _ProcField("/proc/self/schedstat", 1)  # nanoseconds runnable but waiting for a CPU
+#: nanoseconds the calling thread was runnable but waiting for a CPU (``/proc/self`` would be the process's
+#: first thread: a Dask worker runs a chunk in a thread of its pool)
+_SCHEDSTAT = "/proc/thread-self/schedstat"
 
 
 def others_running() -> int:
@@ -57,13 +59,21 @@ def others_running() -> int:
 
 
 def run_delay() -> float:
-    """Seconds this process has been runnable but waiting for a CPU so far (Linux's schedstat); 0.0 where
-    the system does not say. What other programs took of a worker's time is in this, not in its work."""
-    field = _SCHEDSTAT.read()
+    """Seconds the calling thread has been runnable but waiting for a CPU so far (Linux's schedstat); 0.0
+    where the system does not say. What other programs took of a worker's time is in this, not in its work.
+
+    Read afresh each time (~5 us): a descriptor kept open would name the thread that opened it.
+    """
     try:
-        return int(field) / 1e9 if field else 0.0
-    except ValueError:
+        fd = os.open(_SCHEDSTAT, os.O_RDONLY)
+    except OSError:
         return 0.0
+    try:
+        return int(os.pread(fd, 128, 0).split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    finally:
+        os.close(fd)
 
 
 def parallel_speed(workers: int, others: int, cores: int) -> float:

@@ -265,7 +265,7 @@ class _Wave:
             func = self._pinned.get(index)
         if func is None:
             data = self.file.function_bytes(index)
-            func = decode_function(data)
+            func = decode_function(data, f"@{self.file.header.names[index]}")
             self.misses += 1
             self.cache.put(digest, func, len(data))
         else:

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from parpass._loading import load_all
+from parpass.errors import IRFormatError
 
 if TYPE_CHECKING:
     from parpass.ir.module import IRModule
@@ -65,6 +66,7 @@ __all__ = [
     "get_function_pass_executor",
     "install_default_executor",
     "set_function_pass_executor",
+    "target_function",
 ]
 
 
@@ -135,7 +137,7 @@ class InlineExecutor:
             wall, cpu = time.perf_counter(), time.process_time()
             try:
                 for name in p.targets(current):
-                    func = current[name]
+                    func = target_function(p, current, name)
                     new = p.transform_one(func, name, view, ctx)
                     if new is not func:
                         updates.append((name, new))
@@ -155,6 +157,18 @@ class InlineExecutor:
 
     def __repr__(self) -> str:
         return "InlineExecutor()"
+
+
+def target_function(p: FunctionLevelPass, mod: IRModule, name: str) -> BaseFunc:
+    """``mod[name]``, which pass ``p`` is to run on: bytes the module held unread that do not decode are an
+    error of ``p`` on that function, as a worker reports them."""
+    try:
+        return mod[name]
+    except IRFormatError as err:
+        from parpass.transform.passes import attach_pass_note
+
+        attach_pass_note(err, p.info.name, name)
+        raise
 
 
 _LOCK = threading.Lock()

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, ClassVar, TypeGuard
 
-from parpass.errors import ParpassError, add_note, unknown_name
+from parpass.errors import IRFormatError, ParpassError, add_note, unknown_name
 from parpass.instrument.base import keeps_fusion
 from parpass.ir.module import IRModule, same_fingerprint
 from parpass.ir.node import SKIP_OPTIMIZATION, BaseFunc
@@ -442,8 +442,12 @@ def _run_chain(
 ) -> IRModule:
     """Hand ``passes`` to the installed executor; check that it kept its side of the contract."""
     executor = get_function_pass_executor()
-    # An executor written before chain observers existed takes (passes, mod, ctx) only.
-    ret = executor.run(passes, mod, ctx) if observer is None else executor.run(passes, mod, ctx, observer=observer)
+    try:
+        # An executor written before chain observers existed takes (passes, mod, ctx) only.
+        ret = executor.run(passes, mod, ctx) if observer is None else executor.run(passes, mod, ctx, observer=observer)
+    except IRFormatError as err:  # a function the module held as bytes that do not read (the error names it)
+        attach_pass_note(err, passes[0].info.name)  # unless the executor named the pass and function already
+        raise
     if not isinstance(ret, IRModule):
         raise TypeError(f"the function pass executor {executor!r} returned {type(ret).__name__}, not an IRModule")
     if ret is mod:

@@ -134,6 +134,14 @@ def test_bytes_the_mirror_cannot_read_are_decoded_whole_which_says_what_is_wrong
     mod.set_encoded_function("broken", bogus)
     with pytest.raises(IRFormatError, match="Bogus"):
         mod.called_names("broken")
+    not_utf8 = msgspec.msgpack.encode(
+        ["Function", [], ["SeqExpr", [["Binding", ["Var", 1, "x"], ["GlobalVar", "gX"]]], ["Var", 1, "x"]], None, {}]
+    ).replace(b"gX", b"g\xff")
+    with pytest.raises(UnicodeDecodeError):
+        called_names_encoded(not_utf8)
+    mod.set_encoded_function("not_utf8", not_utf8)
+    with pytest.raises(IRFormatError, match=r"(?i)utf-8"):
+        mod.called_names("not_utf8")
 
 
 def test_a_body_nested_past_the_recursion_limit_is_read_too() -> None:

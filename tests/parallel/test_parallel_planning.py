@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import os
 import random
 import subprocess
 import sys
@@ -600,18 +601,41 @@ def test_unreadable_function_bytes_fail_where_the_serial_run_fails(history, caps
         mod.set_encoded_function(name, bad)
         return mod
 
+    bad_name = list(chatty.targets(module()))[2]
     outputs = []
     # serial, 'auto' (in-process on so small a module, which decodes ahead), and in workers
     for config in ({"parpass.num_workers": 1}, {"parpass.num_workers": 2}, {"parpass.parallel": "always"}):
         with (
-            pytest.raises(IRFormatError, match="Bindinx"),
+            pytest.raises(IRFormatError, match=f"@{bad_name}: unknown node tag 'Bindinx'") as raised,
             PassContext(config={"parpass.num_workers": 2, **config}),
             warnings.catch_warnings(),
         ):
             warnings.simplefilter("ignore")  # Chatty warns too; what it prints is what is compared
             chatty(module())
         outputs.append(capsys.readouterr().out)
+        assert f"parpass: raised in pass 'Chatty' on function {bad_name!r}" in raised.value.__notes__, config
     assert outputs[0].count("out ") == 2 and outputs[1] == outputs[0] and outputs[2] == outputs[0]
+
+
+def test_function_bytes_whose_head_does_not_read_fail_naming_the_function_and_the_pass(history) -> None:  # type: ignore[no-untyped-def]
+    """Not even the class and attributes of a function held as bytes read: what passes visit it is unknown, so
+    the chain fails before running, with the serial run's IRFormatError naming the function, not msgspec's."""
+    from parpass.errors import IRFormatError
+    from parpass.ir.serialization import from_bytes, to_bytes
+
+    for config in ({"parpass.num_workers": 1}, {"parpass.num_workers": 2}, {"parpass.parallel": "always"}):
+        mod = from_bytes(to_bytes(random_module(num_functions=6, num_prim_funcs=1, size=4, seed=1)), validate=False)
+        assert isinstance(mod, IRModule)
+        bad_name = mod.names()[3]
+        mod.set_encoded_function(bad_name, b"\x93garbage")
+        with (
+            pytest.raises(IRFormatError, match=f"^function bytes: @{bad_name}: wrong field type") as raised,
+            PassContext(config={"parpass.num_workers": 2, **config}),
+        ):
+            count_bindings(mod)
+        assert raised.value.__notes__ == ["parpass: raised in pass 'CountBindings'"], config
+        with pytest.raises(IRFormatError, match=f"@{bad_name}"):
+            mod.kind_and_attrs(bad_name)
 
 
 def test_the_configured_threshold_overrides_the_estimate() -> None:
@@ -999,6 +1023,27 @@ def test_workers_keep_what_they_imported_out_of_garbage_collections(small_module
         count_bindings(small_module)  # starts the pool
     frozen = get_backend().submit(2, _freeze_count).result()
     assert frozen > 1000  # parpass and its imports: loky's periodic gc.collect() in a worker skips them
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/thread-self/schedstat"), reason="Linux schedstat only")
+def test_a_thread_s_wait_for_a_cpu_is_its_own() -> None:
+    """A Dask worker runs a chunk in a thread of its pool: the waits subtracted from that chunk's time are
+    that thread's, not those of the process's first thread."""
+    import threading
+
+    from parpass.parallel.load import run_delay
+
+    def own() -> float:
+        with open("/proc/thread-self/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+
+    sum(range(3_000_000))  # this thread has run (and may have waited) a while
+    seen: list[tuple[float, float, float]] = []
+    reader = threading.Thread(target=lambda: seen.append((own(), run_delay(), own())))
+    reader.start()
+    reader.join()
+    ((before, got, after),) = seen
+    assert before <= got <= after
 
 
 def test_what_a_chain_costs_in_workers_stands_for_its_in_process_cost_waits_included(history) -> None:  # type: ignore[no-untyped-def]
