@@ -55,7 +55,7 @@ from parpass.parallel.crew import CrewLike, CrewLost
 from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import ChunkDone, TaskError, WorkerFailure
 from parpass.parallel.reproducer import write_reproducer
-from parpass.parallel.schedule import Dispatcher
+from parpass.parallel.schedule import CHUNK_SHARE, CLUSTER_CHUNK_SHARE, Dispatcher
 from parpass.parallel.store import Location, location_store, pack_locations, unpack_locations
 from parpass.parallel.wave import WaveHeader, scratch_dir
 from parpass.parallel.worker import pack_passes
@@ -752,7 +752,8 @@ class ParallelExecutor:
             cost = self.cost_of(cfg.scheduler)
             # a chunk carries at least _LATENCY_MULTIPLE round trips of work (in bytes of IR at the chain's rate)
             floor = _LATENCY_MULTIPLE * cost.latency / max(cost.worker_rate(names), 1e-12)
-            dispatcher = Dispatcher(indices, sizes, owners, crew.size, floor)
+            share = CHUNK_SHARE if cost.workers_on_this_machine else CLUSTER_CHUNK_SHARE
+            dispatcher = Dispatcher(indices, sizes, owners, crew.size, floor, share)
             outstanding = [0] * crew.size
             run = _Run(whole_round_trips=not cost.workers_on_this_machine)
             for _ in range(_IN_FLIGHT):

@@ -4,12 +4,13 @@ Every target function starts in the queue of one seat of the crew: the seat
 that holds it resident (it produced or decoded the function in an earlier
 wave), or, for a function nobody holds, the seat with the least work queued
 so far (largest functions first, so the queues come out even). A seat is
-handed its own queue in shrinking chunks (*factoring*: a third of what it has
-left each time, down to a floor of :data:`MIN_CHUNK_SHARE` of the wave's work
-per seat, or the caller's ``floor``, at most :data:`MAX_FLOOR_SHARE` of it: a
-backend whose round trip costs milliseconds asks for chunks that each carry
-many times that), so that few round trips carry most of the work and the end
-of the queue stays small. A seat whose queue is empty steals half of what is
+handed its own queue in shrinking chunks (*factoring*: a share of what it has
+left each time, a third for local workers and half on a cluster, down to a
+floor of :data:`MIN_CHUNK_SHARE` of the wave's work per seat, or the
+caller's ``floor``, at most :data:`MAX_FLOOR_SHARE` of it: a backend whose
+round trip costs milliseconds asks for chunks that each carry many times
+that), so that few round trips carry most of the work and the end of the
+queue stays small. A seat whose queue is empty steals half of what is
 left in the fullest queue, from its small end: balance does not depend on the
 digests being spread evenly, and a stolen function only costs the thief a
 decode.
@@ -26,10 +27,13 @@ from collections.abc import Sequence
 #: Smallest chunk, as a share of a wave's work per seat: smaller ones balance the end of a wave
 #: better, but each costs a round trip.
 MIN_CHUNK_SHARE = 1 / 32
-#: A chunk's share of the work its seat has left: with two chunks in flight a seat has committed 5/9 of its
-#: queue at the start (3/4 with halves), so a first chunk slower than its sizes say leaves less of a tail
-#: (a seat that finished has nothing left to steal); each chunk more costs a round trip.
+#: A chunk's share of the work its seat has left, on local workers: with two chunks in flight a seat has
+#: committed 5/9 of its queue at the start (3/4 with halves), so a first chunk slower than its sizes say leaves
+#: less of a tail (a seat that finished has nothing left to steal); each chunk more costs a round trip.
 CHUNK_SHARE = 1 / 3
+#: The same on a cluster, whose round trip (its scheduler's, client's and comms' CPU included) costs ~20x a
+#: local one: fewer, larger chunks.
+CLUSTER_CHUNK_SHARE = 1 / 2
 #: Largest floor a caller may ask for, as a share of a wave's work per seat: each seat still gets a few
 #: chunks, so that a seat done early has something to steal.
 MAX_FLOOR_SHARE = 1 / 4
@@ -40,7 +44,8 @@ class Dispatcher:
 
     ``targets`` are function indices, ``sizes`` their encoded sizes (the
     estimate of their cost), ``owners`` the seat holding each resident (None:
-    nobody), ``floor`` the least work (in sizes) worth a chunk of its own.
+    nobody), ``floor`` the least work (in sizes) worth a chunk of its own, ``share`` what share of the work
+    a seat has left a chunk takes (:data:`CHUNK_SHARE`, :data:`CLUSTER_CHUNK_SHARE`).
 
     Each seat's queue is a list, largest first, of which ``[lo, hi)`` is left, with the running sums of its
     sizes: a chunk (from the large end) and a theft (from the small end) are each one bisection and one
@@ -54,8 +59,12 @@ class Dispatcher:
         owners: Sequence[int | None],
         seats: int,
         floor: float = 0.0,
+        share: float = CHUNK_SHARE,
     ) -> None:
+        if not 0.0 < share <= 1.0:
+            raise ValueError(f"Dispatcher: a chunk's share must be in (0, 1], got {share!r}")
         self.seats = max(seats, 1)
+        self._share = share
         if len(targets) != len(sizes) or len(targets) != len(owners):
             raise ValueError("Dispatcher: targets, sizes and owners differ in length")
         # The queues hold positions in ``targets`` (sorted, so that positions order as the indices do).
@@ -94,8 +103,8 @@ class Dispatcher:
     def next_chunk(self, seat: int) -> list[int]:
         """The next functions for ``seat`` (in module order); empty when the whole wave is handed out.
 
-        From the large end of its queue, functions until their sizes reach :data:`CHUNK_SHARE` of the work
-        it has left (at least the floor), or the queue's end.
+        From the large end of its queue, functions until their sizes reach the share of the work it has left
+        (at least the floor), or the queue's end.
         """
         if self._lo[seat] == self._hi[seat]:
             self._steal(seat)
@@ -104,7 +113,7 @@ class Dispatcher:
             return []
         sums = self._sums[seat]
         base = sums[lo]
-        target = max((sums[hi] - base) * CHUNK_SHARE, self._floor)
+        target = max((sums[hi] - base) * self._share, self._floor)
         end = bisect.bisect_left(sums, target, lo + 1, hi, key=lambda total: total - base)
         self._lo[seat] = end
         return list(map(self._targets.__getitem__, sorted(self._queues[seat][lo:end])))

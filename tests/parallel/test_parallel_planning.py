@@ -23,7 +23,14 @@ from parpass.ir.node import BaseFunc
 from parpass.parallel import get_backend
 from parpass.parallel.cost import CostModel
 from parpass.parallel.resident import DIGEST_SIZE, ResidentCache, digest_of
-from parpass.parallel.schedule import CHUNK_SHARE, MAX_FLOOR_SHARE, MIN_CHUNK_SHARE, Dispatcher, _by_owner
+from parpass.parallel.schedule import (
+    CHUNK_SHARE,
+    CLUSTER_CHUNK_SHARE,
+    MAX_FLOOR_SHARE,
+    MIN_CHUNK_SHARE,
+    Dispatcher,
+    _by_owner,
+)
 from parpass.testing import random_module
 from parpass.transform import PassContext, Sequential
 
@@ -170,6 +177,23 @@ def test_chunks_shrink_towards_the_end_of_a_queue() -> None:
     assert sum(shares) == pytest.approx(0.5, abs=0.01) and len(chunks) <= 40
     biggest = sorted(range(2000), key=lambda i: -sizes[i])[:50]
     assert set(biggest) <= set(chunks[0]) | set(dispatcher.next_chunk(1))  # the biggest go first, never last
+
+
+@pytest.mark.parametrize("share", [CHUNK_SHARE, CLUSTER_CHUNK_SHARE, 1.0])
+def test_a_chunk_takes_its_share_of_what_the_seat_has_left(share: float) -> None:
+    """Local workers take a third of what they have left, a cluster's half (fewer of its dear round trips)."""
+    sizes = [100] * 600
+    dispatcher = Dispatcher(list(range(600)), sizes, [0] * 600, 1, share=share)
+    left = 600
+    for _ in range(3):
+        chunk = dispatcher.next_chunk(0)
+        assert len(chunk) == pytest.approx(max(left * share, 600 * MIN_CHUNK_SHARE), abs=1)
+        left -= len(chunk)
+        if not left:
+            break
+    for bad in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="share"):
+            Dispatcher([0], [1], [None], 1, share=bad)
 
 
 @pytest.mark.parametrize("floor_share", [1 / 8, 1.0])
