@@ -65,7 +65,7 @@ def _closure_keys(mod: IRModule) -> dict[str, bytes]:
     own = {name: hashlib.blake2b(mod.encoded_buffer(name), digest_size=16).digest() for name in mod.names()}
     callees: dict[str, list[str]] = {}
     for name in mod.names():
-        callees[name] = [c for c in mod.called_names(name) if c in own]  # read from the bytes where held as bytes
+        callees[name] = [c for c in mod.called_names(name) if c in own]  # from the bytes where the module holds them
     keys: dict[str, bytes] = {}
     for name in mod.names():
         reached = {name}
