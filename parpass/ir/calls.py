@@ -155,9 +155,13 @@ def called_names_encoded(data: bytes | memoryview) -> list[str]:
     """
     if _GLOBAL_VAR_TAG(data) is None:
         return []
-    from parpass.ir.serialization import _deep_call
+    try:
+        names = _names_met(data)
+    except RecursionError:  # a body nested past the recursion limit: read with room for it
+        from parpass.ir.serialization import _call_deep
 
-    return list(dict.fromkeys(_deep_call(_names_met, data)))
+        names = _call_deep(_names_met, data, None)
+    return list(dict.fromkeys(names))
 
 
 def _names_met(data: bytes | memoryview) -> list[str]:

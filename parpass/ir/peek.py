@@ -38,8 +38,11 @@ _DECODER = msgspec.msgpack.Decoder(_FunctionHead | _PrimFuncHead)
 
 def peek_function(data: bytes | memoryview) -> tuple[type[BaseFunc], Mapping[str, AttrValue]]:
     """``(Function or PrimFunc, attrs)`` of an encoded function."""
-    from parpass.ir.serialization import _deep_call
+    try:
+        head = _DECODER.decode(data)
+    except RecursionError:  # a body nested past the recursion limit: skipped with room for it
+        from parpass.ir.serialization import _call_deep
 
-    head = _deep_call(_DECODER.decode, data)  # a deeply nested body takes a deep skip
+        head = _call_deep(_DECODER.decode, data, None)
     kind: type[BaseFunc] = Function if isinstance(head, _FunctionHead) else PrimFunc
     return kind, head.attrs
