@@ -20,6 +20,7 @@ import msgspec
 
 from parpass.ir.node import GlobalVar
 from parpass.ir.relax import Call, Constant, Function, If, SeqExpr, Tuple, TupleGetItem, Var
+from parpass.ir.serialization import _deep_call
 
 __all__ = ["called_names", "called_names_encoded"]
 
@@ -155,13 +156,7 @@ def called_names_encoded(data: bytes | memoryview) -> list[str]:
     """
     if _GLOBAL_VAR_TAG(data) is None:
         return []
-    try:
-        names = _names_met(data)
-    except RecursionError:  # a body nested past the recursion limit: read with room for it
-        from parpass.ir.serialization import _call_deep
-
-        names = _call_deep(_names_met, data, None)
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(_deep_call(_names_met, data)))  # deep nesting is read with room for it
 
 
 def _names_met(data: bytes | memoryview) -> list[str]:

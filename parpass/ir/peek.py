@@ -15,6 +15,7 @@ import msgspec
 
 from parpass.ir.node import AttrValue, BaseFunc
 from parpass.ir.relax import Function
+from parpass.ir.serialization import _deep_call
 from parpass.ir.tir import PrimFunc
 
 _NULL = msgspec.Raw(b"\xc0")
@@ -38,11 +39,6 @@ _DECODER = msgspec.msgpack.Decoder(_FunctionHead | _PrimFuncHead)
 
 def peek_function(data: bytes | memoryview) -> tuple[type[BaseFunc], Mapping[str, AttrValue]]:
     """``(Function or PrimFunc, attrs)`` of an encoded function."""
-    try:
-        head = _DECODER.decode(data)
-    except RecursionError:  # a body nested past the recursion limit: skipped with room for it
-        from parpass.ir.serialization import _call_deep
-
-        head = _call_deep(_DECODER.decode, data, None)
+    head = _deep_call(_DECODER.decode, data)  # a body nested past the recursion limit is skipped with room for it
     kind: type[BaseFunc] = Function if isinstance(head, _FunctionHead) else PrimFunc
     return kind, head.attrs
