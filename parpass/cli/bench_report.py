@@ -135,10 +135,21 @@ def amdahl(runs: Sequence[Run], configs: Sequence[int]) -> dict[str, Any]:
         serial = _median([s for s, _ in pairs])
         parallel = _median([p for _, p in pairs])
         work = serial + parallel
+        in_workers = [r for r in runs if r.workers == c]
+        shipped = {tuple(w["passes"]) for r in in_workers for w in r.waves if w["parallel"]}
         out[str(c)] = {
             "t1_seconds": t1,
             "serial_seconds": serial,
             "parallel_seconds": parallel,
+            # of the workers' busy time, the passes' own calls; and those waves' time in the in-process runs
+            "pass_seconds": _median([sum(w["pass_seconds"] for w in r.waves if w["parallel"]) for r in in_workers]),
+            "pass_seconds_in_process": _median(
+                [
+                    sum(w["wall"] for w in r.waves if not w["parallel"] and tuple(w["passes"]) in shipped)
+                    for r in runs
+                    if r.workers == 1
+                ]
+            ),
             "serial_share": serial / work if work > 0 else None,
             "bound": {str(n): t1 / (serial + parallel / n) if work > 0 else None for n in AMDAHL_WORKERS},
         }
@@ -146,7 +157,8 @@ def amdahl(runs: Sequence[Run], configs: Sequence[int]) -> dict[str, Any]:
 
 
 def render_amdahl(summary: dict[str, Any]) -> str:
-    """The serial share and the projection, one pair of lines per parallel worker count."""
+    """Per parallel worker count: the serial share, how the workers' busy time divides (where they ran
+    anything), and the projection."""
     lines = []
     for c, figures in summary["amdahl"].items():
         share = figures["serial_share"]
@@ -156,6 +168,15 @@ def render_amdahl(summary: dict[str, Any]) -> str:
             f"of {_fmt_time(figures['serial_seconds'] + figures['parallel_seconds'])}{share_text}; "
             f"workers busy {_fmt_time(figures['parallel_seconds'])}"
         )
+        passes, alone = figures["pass_seconds"], figures["pass_seconds_in_process"]
+        if passes > 0:
+            as_long = f", {passes / alone:.2f}x as long" if alone > 0 else ""
+            lines.append(
+                f"of the workers' busy time ({c} workers): the passes' calls {_fmt_time(passes)} (the same waves "
+                f"in-process: {_fmt_time(alone)}{as_long}), the executor's own work "
+                f"{_fmt_time(max(figures['parallel_seconds'] - passes, 0.0))} (reading, decoding, encoding and "
+                "storing functions)"
+            )
         bounds = ", ".join(
             f"{value:.2f}x on {n} workers" if value is not None else f"- on {n} workers"
             for n, value in figures["bound"].items()

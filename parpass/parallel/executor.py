@@ -133,6 +133,9 @@ class WaveStats(msgspec.Struct):
     misses: int = 0
     #: functions a worker took from another's queue to keep busy
     stolen: int = 0
+    #: in a parallel wave, the part of ``worker_seconds`` the passes' calls took (wall, summed over the
+    #: workers); the rest is the executor's own work there (reading, decoding, encoding and storing functions)
+    pass_seconds: float = 0.0
 
 
 def _others_running() -> int:
@@ -692,6 +695,7 @@ class ParallelExecutor:
                 hits=sum(r.hits for r in results),
                 misses=sum(r.misses for r in results),
                 stolen=run.stolen,
+                pass_seconds=sum(sum(r.stage_wall) for r in results),
             )
             self._remember(stats)
         return out

@@ -295,6 +295,7 @@ def test_bench_table_says_what_ran_where() -> None:
             "parent_seconds": 0.0,
             "wall": 0.1,
             "worker_seconds": 0.1 if parallel else 0.0,
+            "pass_seconds": 0.08 if parallel else 0.0,
         }
 
     def run(workers: int, infer_parallel: bool) -> Run:
