@@ -105,68 +105,26 @@ class _Cycle:
         self.me = self
 
 
-def test_what_a_wave_s_bookkeeping_built_skips_the_young_collections_and_its_cyclic_garbage_is_still_freed() -> None:
-    """Leaving the paused section moves what the young generations hold to the oldest, unscanned (no young
-    collection walks the wave's thousands of objects after it); the collector stays on; a cycle dropped
-    there is freed by the next full collection."""
+def test_a_caller_s_cyclic_garbage_between_waves_is_freed_at_the_collector_s_own_cadence() -> None:
+    """The parent pauses the collector during a wave's bookkeeping and leaves its cadence alone: cycles a
+    caller drops between waves are freed by the collections that follow, with no ``gc.collect()`` of its
+    own (moving a wave's objects to the oldest generation unscanned reset the young count, and a loop that
+    made little besides waves never reached a collection again)."""
     import gc
     import weakref
 
-    assert gc.isenabled() and not gc.get_freeze_count()
+    assert gc.isenabled()
+    mod = random_module(num_functions=40, size=4, seed=3)
     freed: list[bool] = []
-    with executor_mod._collection_paused():
-        assert not gc.isenabled()
-        kept = [[i] for i in range(1000)]  # lives on, as a merge's slots do
-        dropped = _Cycle()
-        weakref.finalize(dropped, freed.append, True)
-        del dropped
-    assert gc.isenabled() and not gc.get_freeze_count()
-    assert gc.get_count()[0] < 10  # nothing young left to walk (a few objects since)
-    oldest = {id(o) for o in gc.get_objects(generation=2)}
-    assert all(id(item) in oldest for item in kept)
+    made = 0
+    with parallel_ctx(2):
+        for _ in range(30):
+            for _ in range(100):
+                weakref.finalize(_Cycle(), freed.append, True)
+                made += 1
+            _pipeline()(mod)
+    assert len(freed) >= 0.8 * made, (len(freed), made)
     gc.collect()
-    assert freed == [True]
-
-
-def test_a_caller_s_frozen_objects_stay_frozen_and_a_paused_collector_stays_paused() -> None:
-    """A process that froze objects of its own (before forking workers, say) keeps them frozen across a wave
-    (the young objects then stay young), and a collector its caller turned off stays off."""
-    import gc
-
-    frozen = [[0]]  # tracked: in the generations' lists until frozen
-    gc.freeze()
-    try:
-        with executor_mod._collection_paused():
-            young = [[1]]
-        assert gc.isenabled() and gc.get_freeze_count()
-        assert not any(o is frozen[0] for o in gc.get_objects())  # still in the permanent generation
-        assert any(o is young[0] for o in gc.get_objects(generation=0))
-    finally:
-        gc.unfreeze()
-    gc.disable()
-    try:
-        with executor_mod._collection_paused():
-            pass
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-
-
-def test_a_run_in_workers_leaves_a_caller_s_frozen_objects_frozen() -> None:
-    """The same through a whole parallel run: every paused section of its waves leaves the caller's freeze."""
-    import gc
-
-    mod = random_module(num_functions=12, size=4, seed=3)
-    frozen = [[0]]
-    gc.freeze()
-    try:
-        with parallel_ctx(2):
-            out = _pipeline()(mod)
-        assert not any(o is frozen[0] for o in gc.get_objects())
-    finally:
-        gc.unfreeze()
-    with PassContext(opt_level=3):
-        assert module_bytes(out) == module_bytes(_pipeline()(mod))
 
 
 def _held_three_ways() -> IRModule:
