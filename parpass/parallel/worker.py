@@ -22,6 +22,7 @@ belong to the task that owns that function.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import linecache
 import os
@@ -228,7 +229,6 @@ class _Wave:
         self.quiet_ctx = PassContext.from_snapshot(quiet)
         self.counting = bool(self.ctx.config[PASS_STATISTICS])
         self.attrs = msgspec.msgpack.decode(header.module_attrs)
-        self.index = {name: i for i, name in enumerate(header.names)}
         self.recomputed = [0] * len(self.passes)
         self.hits = self.misses = 0
         self._loading = 0
@@ -241,6 +241,12 @@ class _Wave:
         self.views: list[IRModule] = [self._input_view()]
         for stage in range(1, len(self.passes)):
             self.views.append(self._stage_view(stage))
+
+    @functools.cached_property
+    def index(self) -> dict[str, int]:
+        """Each function's module order index by name: built on the wave's first lookup of another function
+        (most waves make none; 0.2-0.6 ms for 3,000 names at each wave's start otherwise)."""
+        return {name: i for i, name in enumerate(self.file.header.names)}
 
     def digest(self, index: int) -> bytes:
         """The digest of function ``index``'s bytes: sent by the parent, else computed here (once a wave)."""
