@@ -124,18 +124,17 @@ def amdahl(runs: Sequence[Run], configs: Sequence[int]) -> dict[str, Any]:
     """Per parallel worker count: the parent's serial share of the pass-by-pass runs (medians over the
     repeats) and Amdahl's bound ``T1 / (serial + parallel / N)`` on :data:`AMDAHL_WORKERS` workers, where
     T1 is the in-process pass-by-pass time. A projection from measured figures, not a measurement."""
-    t1 = _median([r.wall for r in runs if r.workers == 1])
+    in_process = [r for r in runs if r.workers == 1]
+    t1 = _median([r.wall for r in in_process])
     out: dict[str, Any] = {}
     for c in configs:
-        if c == 1:
+        in_workers = [r for r in runs if r.workers == c]
+        if c == 1 or not in_workers:
             continue
-        pairs = [serial_and_parallel(r) for r in runs if r.workers == c]
-        if not pairs:
-            continue
+        pairs = [serial_and_parallel(r) for r in in_workers]
         serial = _median([s for s, _ in pairs])
         parallel = _median([p for _, p in pairs])
         work = serial + parallel
-        in_workers = [r for r in runs if r.workers == c]
         shipped = {tuple(w["passes"]) for r in in_workers for w in r.waves if w["parallel"]}
         out[str(c)] = {
             "t1_seconds": t1,
@@ -146,8 +145,7 @@ def amdahl(runs: Sequence[Run], configs: Sequence[int]) -> dict[str, Any]:
             "pass_seconds_in_process": _median(
                 [
                     sum(w["wall"] for w in r.waves if not w["parallel"] and tuple(w["passes"]) in shipped)
-                    for r in runs
-                    if r.workers == 1
+                    for r in in_process
                 ]
             ),
             "serial_share": serial / work if work > 0 else None,
