@@ -43,7 +43,7 @@ Exit status 1 if any parallel output differs from the in-process one (a missed
 target is a figure, not a failure). Full size takes several minutes; for a
 quick check of the script: ``--functions 20 --repeat 1 --cold-repeat 1 --short-cold-repeat 1``.
 
-    python benchmarks/bench_parallel.py [--functions 2000] [--workers 2] [--repeat 9] [--cold-repeat 3]
+    python benchmarks/bench_parallel.py [--functions 2000] [--workers 2] [--repeat 9] [--cold-repeat 5]
                                         [--short-cold-repeat 15]
 """
 
@@ -305,13 +305,16 @@ SHORT_COLD = 0.05
 def cold_runs(
     key: str, workers: int, path: Path, repeat: int, short_repeat: int
 ) -> tuple[list[ColdRun], list[ColdRun]]:
-    """``repeat`` cold runs in-process and in ``auto`` mode, each in a fresh process, alternating
-    (``short_repeat`` when more, for a case whose first in-process run is shorter than :data:`SHORT_COLD`)."""
+    """``repeat`` cold runs in-process and in ``auto`` mode, each in a fresh process, in pairs (``short_repeat``
+    when more, for a case whose first in-process run is shorter than :data:`SHORT_COLD`). Which side of a pair
+    runs first alternates: a fresh process that follows another may find the machine in another state (caches,
+    memory freed, a clock), and a fixed order would give one side the same draw every time."""
     serial: list[ColdRun] = []
     parallel: list[ColdRun] = []
     wanted = repeat
     while len(parallel) < wanted:
-        for count, out in ((1, serial), (workers, parallel)):
+        pair = ((1, serial), (workers, parallel))
+        for count, out in pair if len(parallel) % 2 == 0 else reversed(pair):
             proc = subprocess.run(
                 [sys.executable, __file__, "--cold-child", f"{key},{count},{path}"],
                 capture_output=True,
@@ -485,7 +488,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2, help="workers of the auto runs (default 2)")
     parser.add_argument("--repeat", type=int, default=9, help="warm ratios per case and load (default 9)")
     parser.add_argument(
-        "--cold-repeat", type=int, default=3, help="cold ratios per case and load, a fresh process each (default 3)"
+        "--cold-repeat", type=int, default=5, help="cold ratios per case and load, a fresh process each (default 5)"
     )
     parser.add_argument(
         "--short-cold-repeat",

@@ -48,7 +48,7 @@ def test_help_describes_the_script(name: str) -> None:
 
 def test_bench_parallel_prints_warm_cold_quiet_and_loaded_figures() -> None:
     proc = run_script(
-        "bench_parallel.py", "--functions", "12", "--repeat", "1", "--cold-repeat", "1", "--short-cold-repeat", "1"
+        "bench_parallel.py", "--functions", "12", "--repeat", "1", "--cold-repeat", "2", "--short-cold-repeat", "1"
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
