@@ -222,8 +222,11 @@ def test_ctrl_c_leaves_no_worker_behind(tmp_path) -> None:  # type: ignore[no-un
     assert pids
     time.sleep(1.0)  # the sleeping pass is running in a worker now
     proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
     out, err = proc.communicate(timeout=60)
-    assert "interrupted" in out, err
+    # seen once in a full parallel run: no output and no error, as if the script ignored the signal and
+    # ran its 60 s pass to the end; the status and the time say which
+    assert "interrupted" in out, f"exit {proc.returncode} after {time.monotonic() - sent:.1f} s; stderr: {err!r}"
     assert proc.returncode != 0
     assert wait_gone(pids) == set()
 
