@@ -490,7 +490,7 @@ class IRModule:
     ) -> None:
         """:meth:`set_encoded_function` for each of ``names`` in turn, with ``data[i]`` (and ``funcs[i]``, the
         function it decodes to, where the caller decoded it): what a reader of a whole module calls, at a
-        fraction of the cost of one call per function (24,000 functions: ~10 ms against ~100 ms)."""
+        fraction of the cost of one call per function (24,000 functions: 4 against 14 ms)."""
         self._check_writable()
         if not set(map(type, names)) <= {str}:
             bad = next(name for name in names if type(name) is not str)
