@@ -1,6 +1,9 @@
 """Root of the test suite: puts ``tests/`` on ``sys.path`` so that ``support`` is importable, and sets the
 hypothesis profile: no per-example deadline (CI machines are shared and noisy; timing is for benchmarks)."""
 
+import signal
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -21,3 +24,18 @@ def _a_quiet_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     from parpass.parallel import executor
 
     monkeypatch.setattr(executor, "_others_running", lambda: 0)
+
+
+def _signal_state() -> tuple[object, object, set[signal.Signals]]:
+    """How this thread handles SIGINT and SIGTERM, and which signals it blocks."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    return signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), mask
+
+
+@pytest.fixture(autouse=True)
+def _signals_as_found() -> Iterator[None]:
+    """A test leaves Ctrl-C and SIGTERM handled as it found them: a process started later by the same test process
+    inherits an ignored or blocked SIGINT, and would then go on through a Ctrl-C test's signal."""
+    before = _signal_state()
+    yield
+    assert _signal_state() == before, "this test left SIGINT/SIGTERM handling (or the signal mask) changed"
