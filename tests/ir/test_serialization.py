@@ -26,6 +26,7 @@ from parpass.ir.serialization import (
     from_bytes,
     from_json,
     load,
+    module_pieces,
     register_format,
     save,
     to_bytes,
@@ -432,6 +433,39 @@ def test_msgpack_file_is_to_bytes(tmp_path: Path) -> None:
     assert (tmp_path / "m.msgpack").read_bytes() == to_bytes(mod)
     save(mod, tmp_path / "m.json")
     assert (tmp_path / "m.json").read_bytes() == to_json(mod)
+
+
+def _envelope_as_msgspec_writes_it(mod: IRModule) -> bytes:
+    """The module's bytes, the whole envelope encoded by msgspec in one call (each function's bytes as Raw)."""
+    funcs = [[name, msgspec.Raw(bytes(mod.encoded_buffer(name)))] for name in mod.names()]
+    return msgspec.msgpack.encode(["parpass", FORMAT_VERSION, "module", dict(mod.attrs), funcs])
+
+
+# 15 and 16 functions: msgpack's short array header and its 16-bit one; 65,536: its 32-bit one
+@pytest.mark.parametrize("count", [0, 1, 15, 16, 65_536])
+def test_module_pieces_join_into_the_envelope(count: int) -> None:
+    body = encode_function(prim_function())
+    mod = IRModule(attrs={"target": "llvm"})
+    mod.set_encoded_functions_in_order([f"f{i}" for i in range(count)], [body] * count)
+    expected = _envelope_as_msgspec_writes_it(mod)
+    assert b"".join(module_pieces(mod)) == expected
+    assert to_bytes(mod) == expected
+
+
+def test_saving_leaves_views_uncopied(tmp_path: Path) -> None:
+    mod = hand_module()
+    held = {name: mod.encoded_function(name) for name in mod.names()}
+    whole = memoryview(b"".join(held.values()))  # as a worker's store file, mapped: one buffer
+    sizes = [len(data) for data in held.values()]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    views = mod.copy()
+    names = views.names()
+    heads = [views.kind_and_attrs(name) for name in names]
+    unknown = [None] * len(names)  # digests and locations
+    views.set_encoded_regions(names, [whole] * len(names), starts, sizes, unknown, unknown, heads)
+    save(views, tmp_path / "m.msgpack")
+    assert (tmp_path / "m.msgpack").read_bytes() == to_bytes(mod)
+    assert all(isinstance(views.encoded_buffer(name), memoryview) for name in names)  # still the buffer's
 
 
 def test_unsupported_extension(tmp_path: Path) -> None:
