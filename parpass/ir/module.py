@@ -286,7 +286,7 @@ class IRModule:
     module order (the order functions were first added).
     """
 
-    __slots__ = ("_attrs", "_columns", "_read_only", "_slots")
+    __slots__ = ("__weakref__", "_attrs", "_columns", "_read_only", "_slots")
 
     def __init__(
         self,

@@ -95,3 +95,28 @@ def test_pipeline_shrinks_a_random_module() -> None:
     dataflow = [n for n in after.names() if isinstance(after[n], Function) and not after[n].skip_optimization]
     assert sum(count_bindings(after[n]) for n in dataflow) < sum(count_bindings(before[n]) for n in dataflow)  # type: ignore[arg-type]
     assert len(after) <= len(before)
+
+
+def test_a_pipeline_kept_after_its_run_keeps_no_module() -> None:
+    """InferType and DeadCodeElimination learn facts about the module they run on; a pipeline kept for the
+    next run must not keep that module (its IR) alive, nor a cycle that only the collector would free."""
+    import gc
+
+    from parpass.ir import IRModule
+
+    def modules() -> int:
+        return sum(isinstance(o, IRModule) for o in gc.get_objects())
+
+    pipeline = default_pipeline(2)
+    gc.collect()
+    gc.disable()  # what is freed must be freed by its last reference going, not by a collection
+    try:
+        before = modules()
+        mod = small_random_module(3)
+        with PassContext(opt_level=2, config={"parpass.num_workers": 1}):
+            out = pipeline(mod)
+        assert out is not mod
+        del mod, out
+        assert modules() == before
+    finally:
+        gc.enable()
