@@ -371,7 +371,7 @@ def _report(summary: dict[str, Any], runs: list[Run], plan: _Plan) -> str:
     projection = render_amdahl(summary)
     if projection:
         lines.append(projection)
-    lines.append(render_machine(summary, plan.counts))
+    lines.append(render_machine(summary, plan.counts, plan.cores))
     lines.append(f"efficiency = speedup / min(workers, usable cores = {plan.cores})")
     if all(r.identical for r in runs):
         lines.append(f"outputs byte-identical to the in-process run, pass statistics equal: yes ({3 * len(runs)} runs)")

@@ -230,8 +230,13 @@ def _where(name: str, runs: Sequence[Run], counts: Sequence[int], is_seq: bool, 
 _TOTALS = (("total", "pass by pass"), ("total_timed", "fused with the timing instrument"), ("total_fused", "fused"))
 
 
-def render_machine(summary: dict[str, Any], counts: Sequence[int]) -> str:
-    """The machine's headroom, the pipeline's own ceiling, and each total's speedup as a share of that ceiling."""
+#: A headroom below this share of what the cores allow says the machine was busy with other programs.
+BUSY_HEADROOM_SHARE = 0.75
+
+
+def render_machine(summary: dict[str, Any], counts: Sequence[int], cores: int = 0) -> str:
+    """The machine's headroom, the pipeline's own ceiling, and each total's speedup as a share of that ceiling;
+    with ``cores`` (usable), a warning when the headroom says other programs were using them."""
     machine = summary.get("machine") or {}
     if machine.get("headroom_before") is None:
         return f"machine headroom and the pipeline's ceiling: not measured ({machine.get('ceiling_skipped') or '-'})"
@@ -241,6 +246,14 @@ def render_machine(summary: dict[str, Any], counts: Sequence[int]) -> str:
         f"machine headroom (a pure-Python loop on {workers} processes vs 1): {machine['headroom_before']:.2f}x "
         f"before the runs" + (f", {after:.2f}x after" if after is not None else "")
     ]
+    possible = min(workers, cores) if cores > 0 else 0
+    lowest = min(h for h in (machine["headroom_before"], after) if h is not None)
+    if possible > 1 and lowest < BUSY_HEADROOM_SHARE * possible:
+        lines.append(
+            f"warning: {workers} processes got {lowest:.2f}x of one here, where {possible} usable cores allow "
+            f"{possible}x: other programs were using the cores, so the speedups above measure them as much as "
+            "parpass; run again when the machine is quiet"
+        )
     if not machine["ceiling"]:
         lines.append(f"the pipeline's ceiling: not measured ({machine['ceiling_skipped']})")
     for c, figures in machine["ceiling"].items():

@@ -614,6 +614,11 @@ def test_bench_reads_each_total_against_the_ceiling() -> None:
     assert "machine headroom (a pure-Python loop on 2 processes vs 1): 1.80x before the runs, 1.70x after" in text
     assert "rounds 1.40x, 1.60x, 1.50x): 1.50x" in text
     assert "(2 workers): pass by pass 60%, fused with the timing instrument 80%, fused 100%" in text
+    assert "warning" not in text and "warning" not in render_machine(summary, [1, 2], cores=2)
+    summary["machine"]["headroom_after"] = 1.4  # type: ignore[index]
+    busy = render_machine(summary, [1, 2], cores=2)
+    assert "warning: 2 processes got 1.40x of one here, where 2 usable cores allow 2x: other programs" in busy
+    assert "warning" not in render_machine(summary, [1, 2], cores=1)  # one core allows no more than 1x
     summary["machine"] = {"headroom_before": None, "ceiling": {}, "ceiling_skipped": "why not"}
     assert render_machine(summary, [2]) == "machine headroom and the pipeline's ceiling: not measured (why not)"
 

@@ -138,6 +138,6 @@ def test_the_readme_says_where_passes_run_and_what_that_means() -> None:
     assert "### What runs where" in README.read_text(encoding="utf-8")
     for claim in (
         "must be a pure function of (function, module view, context)",
-        "Pass statistics gathered from the workers",
+        "is gathered from the workers and summed in the parent",
     ):
         assert claim in text, claim
