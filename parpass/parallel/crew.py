@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
+from itertools import repeat
 from multiprocessing.connection import Connection, Listener
 from multiprocessing.connection import wait as wait_ready
 from typing import TYPE_CHECKING, Protocol
@@ -242,6 +243,7 @@ class Crew(StoreKeeper):
             self._conns[hello.seat] = conn
             self.pids[hello.seat] = hello.pid
             self._by_conn[conn] = hello.seat
+            self.owners.update(zip(hello.holds, repeat(hello.seat)))  # what an earlier crew left the worker
         self._listener.close()
         remove(self.progress.path)  # every seat has it mapped: no file need outlive the crew's start
 

@@ -33,10 +33,12 @@ ToWorker = Union[RunChunk, Stop]
 
 
 class Hello(msgspec.Struct, tag="hello", array_like=True):
-    """The first frame of a worker: which crew seat it took, and its process id."""
+    """The first frame of a worker: which crew seat it took, its process id, and the digests of the functions
+    it holds resident already (what an earlier crew left it), so that the new crew sends them to it."""
 
     seat: int
     pid: int
+    holds: list[bytes] = []
 
 
 class TaskError(msgspec.Struct, array_like=True):

@@ -49,6 +49,10 @@ class ResidentCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def digests(self) -> list[bytes]:
+        """The digests of the functions held, least recently used first."""
+        return list(self._entries)
+
     def get(self, digest: bytes) -> BaseFunc | None:
         entry = self._entries.get(digest)
         if entry is None:

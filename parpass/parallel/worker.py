@@ -441,7 +441,7 @@ def serve(
     let_go = False  # by the parent (it closed the connection, or said Stop), rather than idled out
     try:
         with Client(address, family="AF_UNIX", authkey=authkey) as conn:
-            conn.send_bytes(encode(Hello(seat, os.getpid())))
+            conn.send_bytes(encode(Hello(seat, os.getpid(), state.cache.digests())))
             while _wait_for_work(conn, idle, state.cache.size):
                 try:
                     message = decode_to_worker(conn.recv_bytes())
