@@ -245,9 +245,8 @@ class _ClusterSeat:
         while True:
             time.sleep(_COLLECT_POLL)
             with _LOCK:
-                resident = self.seat.cache.size
-                if worker_mod.collection_due(self.idle_since, time.monotonic(), resident):
-                    worker_mod.collect_frozen_garbage(resident)
+                if worker_mod.collection_due(self.idle_since, time.monotonic()):
+                    worker_mod.collect_frozen_garbage()
 
 
 #: Chunks of one worker process run one at a time (a Dask worker may have several threads).

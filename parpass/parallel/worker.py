@@ -78,16 +78,6 @@ _COLLECT_EVERY = 5.0
 _COLLECT_EVERY_MOST = 40.0
 _WORTH_COLLECTING = 1000
 _collect_every = _COLLECT_EVERY
-#: ...and, before it starts one, waits idle this many times what the collection would take: the longer it
-#: takes, the likelier a wave comes in the middle, or the parent's exit, which waits for its workers (a
-#: worker holding its share of 16,000 functions collected for 0.47 s, starting half a second after the
-#: last wave, just as ``parpass opt`` wrote its output and exited).
-_COST_MULTIPLE = 4.0
-#: Seconds a collection takes per byte of resident IR (counted encoded) when a worker holds at least
-#: _MEASURED_FROM bytes of it, as the last such collection measured; first, what this machine measured
-#: (0.47 s over 68 MB).
-_seconds_per_resident_byte = 7e-9
-_MEASURED_FROM = 1 << 20
 #: Whether a chunk froze what it built since this worker last collected (see run_chunk), and when it last did.
 _froze = False
 _collected_at = -_COLLECT_EVERY_MOST
@@ -442,7 +432,7 @@ def serve(
     try:
         with Client(address, family="AF_UNIX", authkey=authkey) as conn:
             conn.send_bytes(encode(Hello(seat, os.getpid(), state.cache.digests())))
-            while _wait_for_work(conn, idle, state.cache.size):
+            while _wait_for_work(conn, idle):
                 try:
                     message = decode_to_worker(conn.recv_bytes())
                 except EOFError:
@@ -468,52 +458,45 @@ def serve(
     return served
 
 
-def _wait_for_work(conn: Connection, idle: float, resident: int = 0) -> bool:
+def _wait_for_work(conn: Connection, idle: float) -> bool:
     """Wait up to ``idle`` seconds for the parent's next message; False if none came.
 
-    A worker that waited long enough in vain (:func:`_collection_time`; it holds ``resident`` bytes of IR)
-    has nothing to hurry for: it collects then the cyclic garbage its chunks left frozen (see
-    :func:`run_chunk`), unless it did less than ``_collect_every`` seconds ago (it collects once that much
-    time has passed, if still idle).
+    A worker that waited :data:`_COLLECT_AFTER` seconds in vain has nothing to
+    hurry for: it collects then the cyclic garbage its chunks left frozen (see
+    :func:`run_chunk`), unless it did less than ``_collect_every`` seconds ago
+    (it collects once that much time has passed, if still idle).
     """
     start = time.monotonic()
     deadline = start + idle
     if _froze:
-        due = min(_collection_time(start, resident), deadline)
+        due = min(_collection_time(start), deadline)
         if conn.poll(max(due - start, 0.0)):
             return True
         if due >= deadline:
             return False
-        collect_frozen_garbage(resident)
+        collect_frozen_garbage()
     return conn.poll(max(deadline - time.monotonic(), 0.0))
 
 
-def collection_due(idle_since: float, now: float, resident: int = 0) -> bool:
-    """Whether a worker idle since ``idle_since``, holding ``resident`` bytes of IR, should collect the garbage
-    its chunks froze (see :func:`_wait_for_work`)."""
-    return _froze and now >= _collection_time(idle_since, resident)
+def collection_due(idle_since: float, now: float) -> bool:
+    """Whether a worker idle since ``idle_since`` should collect the garbage its chunks froze (see
+    :func:`_wait_for_work`)."""
+    return _froze and now >= _collection_time(idle_since)
 
 
-def _collection_time(idle_since: float, resident: int) -> float:
-    """When a worker idle since ``idle_since`` collects: idle for :data:`_COLLECT_AFTER`, and for
-    :data:`_COST_MULTIPLE` times what a collection over its ``resident`` bytes of IR would take, and not
-    collected too lately."""
-    idle = max(_COLLECT_AFTER, _COST_MULTIPLE * resident * _seconds_per_resident_byte)
-    return max(idle_since + idle, _collected_at + _collect_every)
+def _collection_time(idle_since: float) -> float:
+    """When a worker idle since ``idle_since`` collects: idle long enough, and not collected too lately."""
+    return max(idle_since + _COLLECT_AFTER, _collected_at + _collect_every)
 
 
-def collect_frozen_garbage(resident: int = 0) -> None:
-    """Collect the cyclic garbage the chunks froze, and space the next collection by what this one found and
-    took (over ``resident`` bytes of IR)."""
-    global _froze, _collected_at, _collect_every, _seconds_per_resident_byte
+def collect_frozen_garbage() -> None:
+    """Collect the cyclic garbage the chunks froze, and space the next collection by what this one found."""
+    global _froze, _collected_at, _collect_every
     _froze = False
-    start = time.monotonic()
     gc.unfreeze()
     found = gc.collect()
     gc.freeze()  # what survives, this process's imports included (see parpass.parallel.backend._mark_worker)
     _collected_at = time.monotonic()
-    if resident >= _MEASURED_FROM:
-        _seconds_per_resident_byte = (_collected_at - start) / resident
     worth = found >= _WORTH_COLLECTING
     _collect_every = _COLLECT_EVERY if worth else min(2 * _collect_every, _COLLECT_EVERY_MOST)
 

@@ -394,37 +394,6 @@ def test_an_idle_worker_collects_at_most_once_in_a_while(monkeypatch: pytest.Mon
     assert len(collections) == 2 and worker._collect_every == worker._COLLECT_EVERY  # it found much
 
 
-def test_an_idle_worker_waits_longer_before_a_collection_that_takes_longer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A collection walks the resident IR: holding more, a worker waits idle longer (a multiple of what the
-    collection would take) before it starts one, and learns what one took."""
-    from parpass.parallel import worker
-
-    clock = [1000.0]
-
-    def collect(*args: object) -> int:
-        clock[0] += 0.25  # what walking 50 MB of resident IR takes here
-        return 0
-
-    monkeypatch.setattr(worker.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(worker.gc, "collect", collect)
-    monkeypatch.setattr(worker.gc, "freeze", lambda: None)
-    monkeypatch.setattr(worker.gc, "unfreeze", lambda: None)
-    monkeypatch.setattr(worker, "_collect_every", worker._COLLECT_EVERY)
-    monkeypatch.setattr(worker, "_collected_at", clock[0] - 100)
-    monkeypatch.setattr(worker, "_seconds_per_resident_byte", 1e-8)
-    resident = 50_000_000
-    monkeypatch.setattr(worker, "_froze", True)
-    conn = _Quiet()
-    assert not worker._wait_for_work(conn, 30.0, resident)  # type: ignore[arg-type]
-    assert conn.polls[0] == pytest.approx(worker._COST_MULTIPLE * 0.5)  # 4 x (50 MB at 10 ns a byte)
-    assert worker._seconds_per_resident_byte == pytest.approx(0.25 / resident)  # what it took, learned
-    worker._froze, worker._collected_at = True, clock[0] - 100
-    conn.polls.clear()
-    worker._wait_for_work(conn, 30.0, 1000)  # type: ignore[arg-type]
-    assert conn.polls[0] == pytest.approx(worker._COLLECT_AFTER)  # little held: the least wait
-    assert worker._seconds_per_resident_byte == pytest.approx(0.25 / resident)  # too little to measure by
-
-
 def test_a_worker_runs_the_same_pass_objects_for_every_wave_of_a_chain(monkeypatch: pytest.MonkeyPatch) -> None:
     """As the parent runs one pass object on every call: a copy per wave would be cyclic garbage after it (a
     class-form pass refers to itself) holding its memo of the wave's module view."""
