@@ -58,6 +58,9 @@ _LEN = struct.Struct("<Q")
 _WORKER_WAIT = 60.0
 #: Seconds between two questions to the scheduler about which workers it has (see ClusterCrew.receive).
 _CHECK_EVERY = 0.25
+#: Seconds between two looks at whether the worker holding a finished chunk's result is still there, while
+#: the parent fetches that result.
+_FETCH_CHECK = 1.0
 #: Seconds between two questions to a cluster's workers about what they run (see ClusterCrew.running).
 _ASK_EVERY = 0.25
 #: Seconds an idle cluster worker's collector sleeps between looks (see parpass.parallel.worker).
@@ -571,7 +574,7 @@ class ClusterCrew(StoreKeeper):
             seat, _ = self._pending.get(future, (-1, []))
             if seat < 0:  # of a wave abandoned since, or sent again
                 continue
-            answer = self._answer(future)
+            answer = self._answer(future, self._route[seat])
             if answer is None:
                 failed.append(future)
                 continue
@@ -606,18 +609,26 @@ class ClusterCrew(StoreKeeper):
         probed = {index for index, *_ in header.probes}  # started from the probe's bytes: not the input's
         self.owners.update((digest, seat) for i in indices if (digest := digests[i]) and i not in probed)
 
-    def _answer(self, future: Future) -> FromWorker | object | None:
+    def _answer(self, future: Future, address: str) -> FromWorker | object | None:
         """A done chunk's answer, its new bytes in the parent's store; :data:`_LACKS` if its worker lacked
-        a function's bytes (see :meth:`_ClusterSeat.ready_for`); None if its worker was lost."""
+        a function's bytes (see :meth:`_ClusterSeat.ready_for`); None if its worker (at ``address``) was lost."""
         if future.status != "finished":
             if self.client.status != "running":
                 error = _error_of(future)
                 raise CrewLost(f"a cluster chunk was lost: {type(error).__name__}: {error}")
             return None  # its worker died (KilledWorker), or the wave's data was lost with one
-        try:
-            result = future.result()
-        except Exception:  # its result was on a worker lost since
-            return None
+        while True:
+            try:
+                result = future.result(timeout=_FETCH_CHECK)
+                break
+            except TimeoutError:
+                # A result whose worker died after the chunk finished is never fetched, nor computed again
+                # (the chunk was pinned to that worker): waiting for it hung a wave (and every wave after
+                # it on the cluster) for good.
+                if address not in self._live():
+                    return None
+            except Exception:  # its result was on a worker lost since
+                return None
         if result is None:
             return _LACKS
         data, blob = result

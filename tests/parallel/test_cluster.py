@@ -501,3 +501,43 @@ def test_without_dask_the_error_says_what_to_install(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(sys.modules, "distributed", None)
     with pytest.raises(ImportError, match=r"parpass\[dask\]"):
         cluster.backend_at("tcp://127.0.0.1:1")
+
+
+class _FinishedNeverFetched:
+    """A chunk's future the scheduler calls finished whose result cannot be fetched yet (its worker may have
+    died since): each ``result(timeout)`` times out, ``fetched_after`` times before it gives ``value``."""
+
+    status = "finished"
+
+    def __init__(self, fetched_after: int | None, value: object = None) -> None:
+        self.fetched_after, self.value, self.waits = fetched_after, value, 0
+
+    def result(self, timeout: float) -> object:
+        assert timeout == cluster._FETCH_CHECK
+        if self.fetched_after is not None and self.waits >= self.fetched_after:
+            return self.value
+        self.waits += 1
+        raise TimeoutError
+
+
+class _Scheduler:
+    """What ``ClusterCrew._answer`` asks of its crew: which workers are there (``live`` in turn, then none)."""
+
+    def __init__(self, *live: set[str]) -> None:
+        self.answers = list(live)
+
+    def _live(self) -> set[str]:
+        return self.answers.pop(0) if self.answers else set()
+
+
+def test_a_result_whose_worker_is_gone_is_sent_again_not_waited_for() -> None:
+    """A chunk finished on a worker that died before its result was fetched: the result is never fetched nor
+    computed again (the chunk was pinned there), so the parent stops waiting once the worker is gone (it hung
+    for good, with every later wave on the cluster behind it) and sends the chunk again; while the worker is
+    there, it waits."""
+    answer = cluster.ClusterCrew._answer
+    gone = _FinishedNeverFetched(fetched_after=None)
+    assert answer(_Scheduler({"tcp://a"}, {"tcp://a"}), gone, "tcp://a") is None  # type: ignore[arg-type]
+    assert gone.waits == 3  # two looks found it there, the third did not
+    slow = _FinishedNeverFetched(fetched_after=2, value=None)  # None: the worker lacked a function
+    assert answer(_Scheduler({"tcp://a"}, {"tcp://a"}), slow, "tcp://a") is cluster._LACKS  # type: ignore[arg-type]
