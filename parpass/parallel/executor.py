@@ -42,7 +42,7 @@ from parpass.errors import (
 )
 from parpass.instrument.base import may_veto
 from parpass.ir.module import IRModule, ModuleColumns
-from parpass.ir.node import AttrValue, BaseFunc
+from parpass.ir.node import AttrValue, BaseFunc, frozen_attrs
 from parpass.ir.relax import Function
 from parpass.ir.serialization import encode_function, node_problem
 from parpass.ir.tir import PrimFunc
@@ -965,7 +965,9 @@ class ParallelExecutor:
             start = len(new_heads)
             new_heads += map(heads.__getitem__, answer.indices)
             if answer.head_at:
-                changed_heads = zip(map(_KINDS.__getitem__, answer.head_prim), answer.head_attrs, strict=True)
+                # one head (class, frozen attributes, as a decode gives them) per distinct one, shared
+                distinct = [(_KINDS[prim], frozen_attrs(attrs)) for prim, attrs in answer.heads]
+                changed_heads = map(distinct.__getitem__, answer.head_of)
                 deque(map(new_heads.__setitem__, map(add, repeat(start), answer.head_at), changed_heads), maxlen=0)
         changed_names = list(map(all_names.__getitem__, changed))
         out.set_encoded_regions(changed_names, buffers, starts, sizes, digests, locations, new_heads, changed)

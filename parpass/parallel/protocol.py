@@ -76,11 +76,13 @@ class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     lengths: list[int] = []
     digests: list[bytes] = []
     #: the changed functions whose class or attributes changed (sparse; the others kept theirs), as parallel
-    #: arrays: each one's place in ``indices``, whether it is a PrimFunc (else a Function), its attributes.
-    #: The parent would otherwise read them from the bytes to pick the next wave's targets.
+    #: arrays: each one's place in ``indices``, and its new head as an index into ``heads``. The parent would
+    #: otherwise read them from the bytes to pick the next wave's targets.
     head_at: list[int] = []
-    head_prim: list[bool] = []
-    head_attrs: list[dict[str, Any]] = []
+    head_of: list[int] = []
+    #: the distinct new heads of the chunk, each sent once: whether it is a PrimFunc (else a Function), and its
+    #: attributes (a pass that annotates every function gives them all the same few)
+    heads: list[tuple[bool, dict[str, Any]]] = []
     #: whether every new head kept its function's class and ``SkipOptimization``: the targets of every pass
     #: that keeps the default rule (see FunctionLevelPass.visits) are then the same in the wave's result
     heads_keep_targets: bool = True

@@ -595,6 +595,7 @@ def _results(
     header = wave.file.header
     cache = wave.cache
     blobs: list[bytes] = []
+    distinct: dict[tuple[bool, bytes], int] = {}  # the chunk's new heads so far, by kind and encoded attributes
     for k, index in enumerate(indices):
         func, original = funcs[k], originals[k]
         if func is None or original is None or failed[k]:
@@ -616,9 +617,7 @@ def _results(
             out.learned.append(index)
             out.learned_digests.append(wave.digest(index))
         if type(func) is not type(original) or (func.attrs is not original.attrs and func.attrs != original.attrs):
-            out.head_at.append(len(out.indices))
-            out.head_prim.append(isinstance(func, PrimFunc))  # what decoding the bytes gives
-            out.head_attrs.append(dict(func.attrs))
+            _note_head(out, distinct, func)
             if out.heads_keep_targets and (
                 type(func) is not type(original)
                 or bool(func.attrs.get(SKIP_OPTIMIZATION, False)) != bool(original.attrs.get(SKIP_OPTIMIZATION, False))
@@ -630,6 +629,22 @@ def _results(
         blobs.append(data)
     if blobs:
         out.store, out.offsets = store.append(os.path.dirname(wave.file.path), header.store_limit, blobs)
+
+
+def _note_head(out: ChunkDone, distinct: dict[tuple[bool, bytes], int], func: BaseFunc) -> None:
+    """List the new head of ``func`` (the next result of ``out``): its place in ``out.heads``, which lists it
+    the first time ``distinct`` (by kind and encoded attributes) meets it."""
+    prim = isinstance(func, PrimFunc)  # what decoding the bytes gives
+    key = (prim, _attrs_key(func.attrs))
+    at = distinct.setdefault(key, len(distinct))
+    if at == len(out.heads):
+        out.heads.append((prim, dict(func.attrs)))
+    out.head_at.append(len(out.indices))
+    out.head_of.append(at)
+
+
+#: Equal encodings are equal attributes, of the same types (``1`` and ``True`` encode apart).
+_attrs_key = msgspec.msgpack.Encoder().encode
 
 
 def _inputs(

@@ -7,6 +7,7 @@ holds what. These tests check that each shortcut gives what the long way gives.
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +15,9 @@ from parallel_support import module_bytes, parallel_ctx, probe_moves_at_once
 
 import parpass.parallel.executor as executor_mod
 from parpass.ir import IRModule, relax
+from parpass.ir.node import FrozenAttrs
 from parpass.parallel import default_executor
+from parpass.parallel.protocol import ChunkDone
 from parpass.parallel.schedule import Dispatcher
 from parpass.passes import CanonicalizeBindings, EliminateCommonSubexpr, FoldConstant
 from parpass.testing import random_module
@@ -367,3 +370,43 @@ def test_a_wave_that_sets_skip_optimization_makes_the_next_take_its_targets_agai
         out = pipeline(mod)
     assert module_bytes(out) == module_bytes(serial)
     assert len(calls) == 2  # the first wave, and the one after the marking (the marking's own kept them)
+
+
+@function_pass(opt_level=0, name="AnnotateByParity")
+def _annotate_by_parity(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Two distinct new attribute maps among all the functions (and their own ``global_symbol`` kept)."""
+    return func.with_attr("parity", len(func.params) % 2).with_attr("flag", True)
+
+
+def test_heads_a_wave_changed_are_the_serial_run_s_and_refuse_changes(history) -> None:  # type: ignore[no-untyped-def]
+    """The attributes a parallel wave reports are what the serial run's functions hold (frozen: changing them
+    raises, as on the serial module, rather than changing the heads that pick later passes' targets), and
+    each chunk sends each distinct new head once."""
+    mod = random_module(num_functions=40, num_prim_funcs=5, size=6, seed=9)
+    with parallel_ctx(1):
+        serial = _annotate_by_parity(mod)
+    sent: list[ChunkDone] = []
+    original = executor_mod.ParallelExecutor._take
+
+    def take(self, crew, seat, answer, *rest):  # type: ignore[no-untyped-def]
+        sent.append(answer)
+        return original(self, crew, seat, answer, *rest)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(executor_mod.ParallelExecutor, "_take", take)
+        with parallel_ctx(2):
+            out = _annotate_by_parity(mod)
+    assert module_bytes(out) == module_bytes(serial)
+    names = serial.names()
+    assert [out.kind_and_attrs(n) for n in names] == [serial.kind_and_attrs(n) for n in names]
+    assert {type(out.kind_and_attrs(n)[1]) for n in names} == {FrozenAttrs}
+    changed = next(n for n in names if "parity" in out.kind_and_attrs(n)[1])
+    with pytest.raises(TypeError):
+        out.kind_and_attrs(changed)[1]["parity"] = 7  # type: ignore[index]
+    assert out.kind_and_attrs(changed) == serial.kind_and_attrs(changed)
+    # the functions with a global_symbol each have their own head; the others share two
+    for answer in sent:
+        assert len(answer.head_of) == len(answer.head_at) == len(answer.indices) > 0
+        assert len(answer.heads) == len(set(answer.head_of)) <= len(answer.indices)
+        assert len({msgspec.msgpack.encode(h) for h in answer.heads}) == len(answer.heads)
+    assert sum(len(a.heads) for a in sent) < sum(len(a.indices) for a in sent) / 2
