@@ -522,6 +522,8 @@ class IRModule:
                 raise TypeError(f"function names are str, got {type(name).__name__}: {name!r}")
             if head is None:
                 head = _known_head(before.get(name))
+            elif type(head[1]) is not FrozenAttrs:  # a cached head refuses changes, as the function's attrs do
+                head = (head[0], frozen_attrs(head[1]))
             slots[name] = _Slot(None, data, None, digest, location, head)
 
     def encoded_entries(self) -> list[tuple[str, bytes | memoryview, bytes | None, object]]:
@@ -592,6 +594,9 @@ class IRModule:
     ) -> None:
         """:meth:`set_encoded_functions` for functions this module has, as columns (one item of each per name),
         each with its head given: what an executor merging a wave calls, at a fraction of the cost per function.
+        The heads are kept as given: their attributes must be :class:`~parpass.ir.node.FrozenAttrs`, as
+        :meth:`kind_and_attrs` hands them out (freezing them here would cost each function what the executor
+        pays once per distinct head).
 
         ``positions``, if given, are the functions' places in module order: the module's :meth:`columns`, if
         it holds them, are then patched rather than read again at the next wave. Raises KeyError, changing

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from parpass.ir.node import AttrValue, BaseFunc
+from parpass.ir.node import AttrValue, BaseFunc, frozen_attrs
 from parpass.ir.relax import Function
 from parpass.ir.serialization import _deep_call
 from parpass.ir.tir import PrimFunc
@@ -38,7 +38,12 @@ _DECODER = msgspec.msgpack.Decoder(_FunctionHead | _PrimFuncHead)
 
 
 def peek_function(data: bytes | memoryview) -> tuple[type[BaseFunc], Mapping[str, AttrValue]]:
-    """``(Function or PrimFunc, attrs)`` of an encoded function."""
+    """``(Function or PrimFunc, attrs)`` of an encoded function, the attributes frozen as decoding makes them
+    (a head a module caches must refuse changes, as the function's own attributes do)."""
     head = _deep_call(_DECODER.decode, data)  # a body nested past the recursion limit is skipped with room for it
     kind: type[BaseFunc] = Function if isinstance(head, _FunctionHead) else PrimFunc
-    return kind, head.attrs
+    try:
+        attrs = frozen_attrs(head.attrs)
+    except TypeError as err:  # a value no attribute holds (a msgpack extension): decoding it whole says so
+        raise msgspec.DecodeError(str(err)) from err
+    return kind, attrs

@@ -888,3 +888,38 @@ def test_node_attributes_are_read_only_however_the_node_was_made() -> None:
     # still plain data for everything that reads it
     assert dict(changed.attrs) == changed.attrs and {**call.attrs} == {"mode": "fast"}
     assert pickle.loads(pickle.dumps(call)) == call and copy.deepcopy(loop) == loop
+
+
+def test_a_head_read_from_bytes_or_given_refuses_changes_as_the_function_s_attributes_do() -> None:
+    """However a module learned a function's head (read from its bytes, or given with them), the attributes
+    it hands out are frozen like the function's own: changing them raises instead of changing which passes
+    visit the function while the function keeps its attributes."""
+    mod = hand_module()
+    helper = mod["helper"].with_attr("level", [1, 2])
+    held = mod.copy()
+    held.set_encoded_function("helper", encode_function(helper))  # the head is read from the bytes
+    given = mod.copy()
+    given.set_encoded_functions([("helper", encode_function(helper), None, None, (tir.PrimFunc, dict(helper.attrs)))])
+    for module in (held, given):
+        kind, attrs = module.kind_and_attrs("helper")
+        assert (kind, attrs) == (tir.PrimFunc, helper.attrs) and type(attrs) is type(helper.attrs)
+        with pytest.raises(TypeError):
+            attrs["SkipOptimization"] = True  # type: ignore[index]
+        with pytest.raises((TypeError, AttributeError)):
+            attrs["level"].append(3)  # type: ignore[union-attr]
+        assert module.kind_and_attrs("helper") == (tir.PrimFunc, helper.attrs)
+        assert not module.is_decoded("helper")
+
+
+def test_bytes_whose_attributes_hold_no_attribute_value_fail_naming_the_function() -> None:
+    """An attribute value no function may hold (a msgpack extension) is found by reading the head, and
+    reported as decoding the whole function reports it."""
+    mod = hand_module()
+    raw = msgspec.msgpack.decode(encode_function(mod["helper"].with_attr("x", 1)))
+    attrs = raw[-1]
+    assert attrs == {"x": 1} or attrs.get("x") == 1
+    attrs["x"] = msgspec.msgpack.Ext(1, b"?")
+    broken = mod.copy()
+    broken.set_encoded_function("helper", msgspec.msgpack.encode(raw))
+    with pytest.raises(IRFormatError, match="helper"):
+        broken.kind_and_attrs("helper")
