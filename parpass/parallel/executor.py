@@ -17,7 +17,6 @@ import contextlib
 import gc
 import itertools
 import logging
-import pickle
 import threading
 import time
 import warnings
@@ -52,6 +51,7 @@ from parpass.parallel.capture import Emission, replay
 from parpass.parallel.config import ParallelConfig
 from parpass.parallel.cost import DEFAULT_LATENCY, DEFAULT_OVERHEAD, CostModel
 from parpass.parallel.crew import CrewLike, CrewLost
+from parpass.parallel.error_chain import unpickled_chain
 from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import ChunkDone, TaskError, WorkerFailure
 from parpass.parallel.reproducer import write_reproducer
@@ -1283,7 +1283,7 @@ def _rebuild(
     err: BaseException | None = None
     if first.pickled is not None:
         try:
-            err = pickle.loads(first.pickled)
+            err = unpickled_chain(first.pickled)
         except Exception:
             err = None
     if err is None:

@@ -46,7 +46,7 @@ class TaskError(msgspec.Struct, array_like=True):
 
     stage: int
     index: int
-    pickled: bytes | None  # the exception itself, when it pickles and unpickles
+    pickled: bytes | None  # the exception with its chain (see error_chain.py), when it pickles and unpickles
     type_name: str
     message: str
     traceback: str

@@ -45,6 +45,7 @@ from parpass.ir.peek import peek_function
 from parpass.ir.serialization import decode_function, encode_function
 from parpass.ir.tir import PrimFunc
 from parpass.parallel.capture import Capture, Emission
+from parpass.parallel.error_chain import pickled_chain
 from parpass.parallel.load import run_delay
 from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import (
@@ -163,6 +164,11 @@ def _pickled(obj: object) -> bytes | None:
 def _portable(error: BaseException | None) -> BaseException | None:
     if error is None or _pickled(error) is not None:
         return error
+    return _stand_in(error)
+
+
+def _stand_in(error: BaseException) -> BaseException:
+    """What crosses to the parent for an exception that does not pickle: its type's name and its message."""
     return RuntimeError(f"{type(error).__name__}: {_text(error)}")
 
 
@@ -668,7 +674,7 @@ def _inputs(
 
 def _task_error(stage: int, index: int, err: BaseException) -> TaskError:
     text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-    return TaskError(stage, index, _pickled(err), type(err).__qualname__, _text(err), text)
+    return TaskError(stage, index, pickled_chain(err, _stand_in), type(err).__qualname__, _text(err), text)
 
 
 def _text(err: BaseException) -> str:

@@ -131,6 +131,32 @@ def raises_unpicklable(func: relax.Function, mod: IRModule, ctx: PassContext) ->
     raise Unpicklable("holds a lock")
 
 
+class Wrapped(Exception):
+    """What ``raises_chained`` raises, from the error it met (and while handling another)."""
+
+
+@function_pass(opt_level=0, name="RaisesChained")
+def raises_chained(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Raises ``Wrapped`` from a KeyError, while handling an unpicklable error, on every function."""
+    try:
+        raise Unpicklable("handled first")
+    except Unpicklable:
+        try:
+            {}[func.attrs.get("global_symbol", "?")]
+        except KeyError as err:
+            raise Wrapped(f"no entry for {len(func.params)} params") from err
+
+
+@function_pass(opt_level=0, name="RaisesWhileHandling")
+def raises_while_handling(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Raises a ValueError while handling a ZeroDivisionError (a context, no cause)."""
+    try:
+        len(func.params) // 0
+    except ZeroDivisionError:
+        raise ValueError(f"while handling, {len(func.params)} params")  # noqa: B904 (the context is the point)
+    return func
+
+
 def _target(func: relax.Function) -> bool:
     return func.attrs.get("global_symbol") == "main"
 

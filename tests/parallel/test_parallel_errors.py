@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import threading
+import traceback
 import warnings
 
 import pytest
 from parallel_support import executor, leftovers, module_bytes, parallel_ctx, probe_moves_at_once
-from ptest_passes import Boom, count_bindings, fails_on_some, raises_unpicklable
+from ptest_passes import Boom, count_bindings, fails_on_some, raises_chained, raises_unpicklable, raises_while_handling
 
 from parpass.errors import PassShippingError, RemotePassError
 from parpass.ir import IRModule
+from parpass.parallel.error_chain import chain_of
 from parpass.transform import PassContext, Sequential, function_pass
 
 
@@ -158,3 +160,41 @@ def test_a_function_the_ir_cannot_encode_is_named_before_the_wave_ships(small_mo
     text = str(info.value)
     assert f"function {name!r}" in text and "'CountBindings'" in text
     assert "does not fit in 64 bits" in text
+
+
+def _chain(err: BaseException) -> list[tuple[str, str, str | None, str | None, bool]]:
+    """Each exception of ``err``'s chain (see error_chain.chain_of): its type, message, and the types of its
+    cause and context, and whether it suppresses the context."""
+    return [
+        (
+            type(e).__name__,
+            str(e),
+            None if e.__cause__ is None else type(e.__cause__).__name__,
+            None if e.__context__ is None else type(e.__context__).__name__,
+            e.__suppress_context__,
+        )
+        for e in chain_of(err)
+    ]
+
+
+@pytest.mark.parametrize("pass_", [raises_chained, raises_while_handling], ids=["from", "while-handling"])
+def test_an_error_keeps_the_errors_it_was_raised_from(small_module: IRModule, pass_) -> None:  # type: ignore[no-untyped-def]
+    """``raise ... from err`` and an error raised while handling another reach the caller with their cause and
+    context, as in the serial run (pickling an exception drops both); a context that does not pickle comes as a
+    RuntimeError naming its type and message."""
+    with pytest.raises(Exception) as serial, parallel_ctx(1):
+        pass_(small_module)
+    with pytest.raises(Exception) as parallel, parallel_ctx(2):
+        pass_(small_module)
+    expected = _chain(serial.value)
+    if pass_ is raises_chained:
+        assert [e[0] for e in expected] == ["Wrapped", "KeyError", "Unpicklable"]
+        expected[1] = (*expected[1][:3], "RuntimeError", False)
+        expected[2] = ("RuntimeError", "Unpicklable: handled first", None, None, False)
+    assert _chain(parallel.value) == expected
+    assert parallel.value.__cause__ is serial.value.__cause__ is None or (
+        parallel.value.__cause__ is parallel.value.__context__
+    )
+    shown = "".join(traceback.format_exception(parallel.value))
+    assert ("The above exception was the direct cause" in shown) == (pass_ is raises_chained)
+    assert "During handling of the above exception" in shown
