@@ -91,11 +91,23 @@ def pickled_chain(err: BaseException, portable: Callable[[BaseException], BaseEx
     return pickle.dumps((blobs, links))
 
 
+def _loaded(blob: bytes | None) -> BaseException | None:
+    """An exception of the chain unpickled; None if it did not cross or does not unpickle here (its class
+    is not importable in this process, say): the raised one still comes."""
+    if blob is None:
+        return None
+    try:
+        err: BaseException = pickle.loads(blob)
+    except Exception:
+        return None
+    return err
+
+
 def unpickled_chain(data: bytes) -> BaseException:
     """The exception :func:`pickled_chain` pickled, linked again to the exceptions of its chain (a link whose
-    exception did not cross is left out)."""
+    exception did not cross is left out); raises what unpickling the raised exception raises."""
     blobs, links = pickle.loads(data)
-    errors: list[BaseException | None] = [None if blob is None else pickle.loads(blob) for blob in blobs]
+    errors: list[BaseException | None] = [pickle.loads(blobs[0]), *map(_loaded, blobs[1:])]
     for e, (cause, context, suppress) in zip(errors, links, strict=True):
         if e is None:
             continue

@@ -108,3 +108,14 @@ def test_each_exception_is_pickled_as_its_class_reduces_it_whatever_copyreg_hold
     assert pickled_alone(err) is not None
     back = unpickled_chain(pickled_chain(err, _stand_in) or b"")
     assert str(back) == "top" and str(back.__context__) == "Locked: held"
+
+
+def test_a_link_that_does_not_unpickle_here_is_left_out_and_the_raised_error_still_comes() -> None:
+    err = _raised(_from_and_during)
+    data = pickled_chain(err, _stand_in)
+    assert data is not None
+    blobs, links = pickle.loads(data)
+    blobs[1] = b"not a pickle"  # the KeyError: a class this process cannot import, say
+    back = unpickled_chain(pickle.dumps((blobs, links)))
+    assert isinstance(back, ValueError) and back.__cause__ is None and back.__context__ is None
+    assert back.__suppress_context__
