@@ -1313,7 +1313,8 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
             continue
         replay(pending)
         pending = []
-        info, names, blobs, attrs, error = cloudpickle.loads(em.record)
+        info, names, blobs, attrs, crossing = cloudpickle.loads(em.record)
+        error = None if crossing is None else unpickled_chain(crossing)
         nested = IRModule(attrs=attrs)
         for name, data in zip(names, blobs, strict=True):
             nested.set_encoded_function(name, data)
@@ -1322,6 +1323,7 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
         elif em.text == "after":
             ctx.instrument_after_pass(nested, info)
         else:
+            assert error is not None, "an error callback carries its error"
             ctx.instrument_pass_error(nested, info, error)
     replay(pending)
 

@@ -26,7 +26,6 @@ import functools
 import gc
 import linecache
 import os
-import pickle
 import time
 import traceback
 from collections import OrderedDict
@@ -135,7 +134,8 @@ class _Recorder(PassInstrument):
         if self.sink is None:
             return
         names = mod.names()
-        payload = (info, names, [mod.encoded_function(n) for n in names], dict(mod.attrs), _portable(error))
+        crossing = None if error is None else _crossing(error)
+        payload = (info, names, [mod.encoded_function(n) for n in names], dict(mod.attrs), crossing)
         self.sink.append(Emission("instrument", callback, record=cloudpickle.dumps(payload)))
 
     def should_run(self, mod: IRModule, info: PassInfo) -> bool:
@@ -151,20 +151,12 @@ class _Recorder(PassInstrument):
         self._record("error", mod, info, error)
 
 
-def _pickled(obj: object) -> bytes | None:
-    """``obj`` pickled, if it also unpickles (an exception class may pickle but not rebuild); else None."""
-    try:
-        data: bytes = cloudpickle.dumps(obj)
-        pickle.loads(data)
-    except Exception:
-        return None
+def _crossing(error: BaseException) -> bytes:
+    """``error`` with the exceptions it was raised from, for the parent (see error_chain.py); a stand-in for
+    one that does not pickle."""
+    data = pickled_chain(error, _stand_in) or pickled_chain(_stand_in(error), _stand_in)
+    assert data is not None, "a RuntimeError of a str pickles"
     return data
-
-
-def _portable(error: BaseException | None) -> BaseException | None:
-    if error is None or _pickled(error) is not None:
-        return error
-    return _stand_in(error)
 
 
 def _stand_in(error: BaseException) -> BaseException:

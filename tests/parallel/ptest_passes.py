@@ -108,6 +108,25 @@ def calls_nested_pass(func: relax.Function, mod: IRModule, ctx: PassContext) -> 
     return func.with_attr("inner", out.attrs.get("inner"))
 
 
+@module_pass(opt_level=0, name="InnerFailingPass")
+def inner_failing_pass(mod: IRModule, ctx: PassContext) -> IRModule:
+    try:
+        {}[len(mod)]
+    except KeyError as err:
+        raise Wrapped("inner pass failed") from err
+    return mod
+
+
+@function_pass(opt_level=0, name="CallsFailingNestedPass")
+def calls_failing_nested_pass(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Runs a pass that fails (from a KeyError) from inside a function pass, and carries on."""
+    try:
+        inner_failing_pass(IRModule({"f": func}))
+    except Wrapped:
+        return func.with_attr("inner_failed", True)
+    return func
+
+
 class Boom(ValueError):
     """The error the failing passes raise."""
 

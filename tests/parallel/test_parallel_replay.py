@@ -6,8 +6,8 @@ import logging
 import warnings
 
 import pytest
-from parallel_support import parallel_ctx
-from ptest_passes import calls_nested_pass, chatty, count_bindings
+from parallel_support import module_bytes, parallel_ctx
+from ptest_passes import calls_failing_nested_pass, calls_nested_pass, chatty, count_bindings
 
 from parpass.instrument import PassInstrument, pass_instrument
 from parpass.ir import IRModule, structural_hash
@@ -109,3 +109,28 @@ def test_passes_without_instruments_record_nothing(small_module: IRModule, worke
     with parallel_ctx(workers):
         out = calls_nested_pass(small_module)
     assert out["main"].attrs["inner"] == 1
+
+
+class _Errors(PassInstrument):
+    """Records each error an instrument hears of: the pass, the error, and what it was raised from."""
+
+    def __init__(self, seen: list[tuple[str, ...]]) -> None:
+        self.seen = seen
+
+    def on_pass_error(self, mod: IRModule, info, error: BaseException) -> None:  # type: ignore[no-untyped-def]
+        cause = error.__cause__
+        self.seen.append((info.name, type(error).__name__, str(error), type(cause).__name__, str(cause)))
+
+
+def test_an_instrument_hears_a_nested_pass_s_error_with_what_it_was_raised_from(small_module: IRModule) -> None:
+    """A pass run inside a function pass in a worker fails ``from`` another error: the parent's instruments get
+    that error with its cause, as in the serial run."""
+    seen: dict[int, list[tuple[str, ...]]] = {1: [], 2: []}
+    outs = {}
+    for workers in (1, 2):
+        cfg = {"parpass.num_workers": workers, "parpass.parallel": "always" if workers > 1 else "never"}
+        with PassContext(instruments=[_Errors(seen[workers])], config=cfg):
+            outs[workers] = calls_failing_nested_pass(small_module)
+    assert module_bytes(outs[2]) == module_bytes(outs[1])
+    assert seen[1] and all(s[:2] == ("InnerFailingPass", "Wrapped") and s[3] == "KeyError" for s in seen[1])
+    assert seen[2] == seen[1]
