@@ -145,11 +145,14 @@ def test_a_worker_dying_while_chunks_are_handed_out_is_a_clear_crash(small_modul
 def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule, scratch, backend: str) -> None:  # type: ignore[no-untyped-def]
     pids = _warm(small_module)
     start = time.monotonic()
-    with pytest.raises(PassTimeoutError) as info, parallel_ctx(2, **{"parpass.timeout": 0.5}):
+    with pytest.raises(PassTimeoutError) as info, parallel_ctx(2, **{"parpass.timeout": 1.5}):
         sleeps(small_module)
     assert time.monotonic() - start < 30
-    assert info.value.functions == ("main",)
-    assert "0.5s" in str(info.value) and "Sleeps" in str(info.value)
+    # main sleeps for a minute; on a machine loaded enough, another function may also be running when the
+    # error is raised and have run past the timeout (it is then rightly named too)
+    assert "main" in info.value.functions
+    assert set(info.value.functions) <= set(small_module.names())
+    assert "1.5s" in str(info.value) and "Sleeps" in str(info.value) and "'main'" in str(info.value)
     assert isinstance(info.value, TimeoutError)
     assert len(wait_gone(pids, leaving=survivors(backend, pids))) == survivors(backend, pids)
     assert leftovers(scratch) == []
