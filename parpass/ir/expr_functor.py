@@ -112,6 +112,11 @@ def post_order(handler: _F) -> _F:
     body is already rewritten, removing an empty branch), and the IR may nest
     deeply.
     """
+    if not callable(handler):
+        raise TypeError(
+            f"post_order marks a visitor's handler method (@post_order above def visit_if_...) and walks no IR;"
+            f" got {_describe(handler)}. To walk the nodes under an expression, subclass ExprVisitor"
+        )
     _mark(handler, "_parpass_post_order")
     return handler
 

@@ -72,6 +72,8 @@ _KINDS: tuple[type[BaseFunc], type[BaseFunc]] = (Function, PrimFunc)
 _POLL = 0.05
 #: Chunks handed to a seat ahead of its answers, so that it never waits for the parent between chunks.
 _IN_FLIGHT = 2
+#: other functions a wave's failing pass also failed on that its error's note names (a count for the rest)
+_OTHER_ERRORS_SHOWN = 10
 #: A chunk carries at least this many of the backend's chunk round trips of work (see CostModel.latency).
 _LATENCY_MULTIPLE = 8
 #: Digests whose holder the executor remembers before it forgets those of functions no longer in the module
@@ -1293,7 +1295,10 @@ def _rebuild(
     attach_pass_note(err, pass_name, func_name)
     notes = ["parpass: remote traceback (worker process):\n" + first.traceback.rstrip()]
     if len(wave) > 1:
-        others = ", ".join(f"{all_names[e.index]!r} ({e.type_name})" for e in wave[1:])
+        shown = wave[1 : 1 + _OTHER_ERRORS_SHOWN]
+        others = ", ".join(f"{all_names[e.index]!r} ({e.type_name})" for e in shown)
+        if len(wave) - 1 > len(shown):
+            others += f", ... ({len(wave) - 1 - len(shown)} more)"
         notes.append(f"parpass: pass {pass_name!r} also failed on {len(wave) - 1} more function(s): {others}")
     for note in notes:
         add_note(err, note)

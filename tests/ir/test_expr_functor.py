@@ -514,6 +514,11 @@ def test_post_order_if_override_sees_rewritten_branches() -> None:
 # ---------------------------------------------------------------- errors and robustness
 
 
+def test_post_order_given_a_node_says_it_marks_handlers() -> None:
+    with pytest.raises(TypeError, match=r"marks a visitor's handler method .* got parpass.ir.relax.SeqExpr node"):
+        post_order(SeqExpr((), const(1)))  # type: ignore[type-var]
+
+
 def test_visiting_an_ancestor_from_a_handler_is_a_clear_error() -> None:
     x = Var(0, "x")
     child = Call(ADD, (x, x))

@@ -44,6 +44,23 @@ def test_first_error_in_module_order_with_its_type_and_notes(small_module: IRMod
     assert module_bytes(small_module) == before
 
 
+@function_pass(opt_level=0, name="FailsEverywhere")
+def _fails_everywhere(func, mod, ctx):  # type: ignore[no-untyped-def]
+    raise Boom("no")
+
+
+def test_the_note_of_other_failures_names_ten_and_counts_the_rest(small_module: IRModule) -> None:
+    targets = _fails_everywhere.targets(small_module)
+    assert len(targets) > 12
+    with pytest.raises(Boom) as info, parallel_ctx(2):
+        _fails_everywhere(small_module)
+    (others,) = [n for n in info.value.__notes__ if "also failed" in n]
+    assert f"also failed on {len(targets) - 1} more function(s): " in others
+    assert all(f"{name!r} (Boom)" in others for name in targets[1:11])
+    assert repr(targets[11]) not in others
+    assert others.endswith(f", ... ({len(targets) - 11} more)")
+
+
 def test_unpicklable_exception_becomes_remote_pass_error(small_module: IRModule) -> None:
     with pytest.raises(RemotePassError) as info, parallel_ctx(2):
         raises_unpicklable(small_module)
