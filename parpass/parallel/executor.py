@@ -23,7 +23,7 @@ import warnings
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
-from operator import add
+from operator import add, is_
 from typing import NamedTuple, NoReturn, cast
 
 import cloudpickle
@@ -336,8 +336,10 @@ class ParallelExecutor:
         heads = columns.heads
         key = _visit_key(passes)
         known = self._visited.get(key) if key is not None else None
-        # equal heads, most of them the same objects (a wave's results keep the heads they came in with)
-        indices = known[1] if known is not None and known[0] == heads else _visited(passes, heads, key)
+        # the same head objects (a wave's results keep the heads they came in with): equal heads that are other
+        # objects (a module read again) take longer to compare than their targets take to pick
+        same = known is not None and len(known[0]) == len(heads) and all(map(is_, known[0], heads))
+        indices = known[1] if same and known is not None else _visited(passes, heads, key)
         if key is not None:
             if len(self._visited) >= _VISITED_KEPT:
                 self._visited.clear()

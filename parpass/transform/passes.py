@@ -299,7 +299,11 @@ class FunctionLevelPass(Pass):
 
     def targets(self, mod: IRModule) -> list[str]:
         """Names of the functions this pass visits: of :attr:`func_kind`, not ``SkipOptimization``, in module order."""
-        return [name for name in mod.names() if self.visits(*mod.kind_and_attrs(name))]  # reads no function body
+        names, heads = mod.head_columns()  # reads no function body
+        if type(self).visits is FunctionLevelPass.visits:  # the default rule: the class test once per class
+            return [names[i] for i in visited_positions(self.func_kind, heads)]
+        visits = self.visits
+        return [name for name, (kind, attrs) in zip(names, heads, strict=True) if visits(kind, attrs)]
 
     def visits(self, func_kind: type[BaseFunc], attrs: Mapping[str, Any]) -> bool:
         """Whether this pass visits a function of class ``func_kind`` with ``attrs`` (the rule of :meth:`targets`)."""
