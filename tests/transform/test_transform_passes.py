@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import pytest
 from support import make_module, prim_func, relax_func
@@ -60,6 +61,21 @@ def test_the_positions_an_executor_picks_are_those_the_rule_visits(kinds: object
     expected = [i for i, (kind, attrs) in enumerate(heads) if visited_by_default(kinds, kind, attrs)]  # type: ignore[arg-type]
     assert visited_positions(kinds, heads) == expected  # type: ignore[arg-type]
     assert 0 < len(expected) < len(heads) - 1
+
+
+def test_targets_keep_a_pass_s_own_visit_rule() -> None:
+    mod = random_module(num_functions=30, num_prim_funcs=10, seed=3)
+    hot = mod.names()[3::4]
+    for name in hot:
+        mod[name] = mod[name].with_attr("hot", True)
+
+    class HotOnly(FunctionPass):
+        def visits(self, func_kind: type[BaseFunc], attrs: Any) -> bool:
+            return bool(attrs.get("hot"))
+
+    only_hot = HotOnly(lambda f, m, c: f, PassInfo(0, "HotOnly"))
+    assert only_hot.targets(mod) == hot  # both kinds, in module order
+    assert {type(mod[n]) for n in hot} == {relax.Function, tir.PrimFunc}
 
 
 def test_prim_func_pass_visits_prim_funcs_only(mod: IRModule) -> None:
