@@ -739,6 +739,12 @@ class IRModule:
         """Length of function ``key``'s encoded bytes if the module holds them, else None (nothing is encoded)."""
         return self._slot(key).held_size()
 
+    def held(self, key: FuncKey) -> tuple[BaseFunc | None, int | None]:
+        """Function ``key`` if held decoded (else None), and the length of its encoded bytes if held (else
+        None): :meth:`is_decoded` and :meth:`cached_size` in one lookup, for an executor's loop over a wave."""
+        slot = self._slot(key)
+        return slot.func, slot.held_size()
+
     def is_decoded(self, key: FuncKey) -> bool:
         """Whether function ``key`` is held decoded (for tests of laziness)."""
         return self._slot(key).func is not None

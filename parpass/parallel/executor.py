@@ -378,6 +378,7 @@ class ParallelExecutor:
         p0 = passes[0]
         view = mod.read_only_view(view_reason(p0.info.name))
         first = p0.targets(mod)
+        single = len(passes) == 1  # the first pass's functions are the wave's: their rate projects its rest
         fallback = sized.estimate / max(1, len(sized.table.indices)) if sized else self._bytes_per_function
         probe = _Probe()
         start, cpu = time.perf_counter(), time.process_time()
@@ -395,11 +396,11 @@ class ParallelExecutor:
                 if now >= check and _PROBE_MIN_FUNCTIONS <= count + 1 < len(first):
                     elapsed = now - start
                     if sized is None:  # the pass's time is counted without the reading's
-                        reading = time.process_time()
-                        sized = self._sized(passes, mod, cpu_start)
-                        start, cpu = start + time.perf_counter() - now, cpu + time.process_time() - reading
+                        left = elapsed * (len(first) / (count + 1) - 1) if single else None
+                        sized, wall_read, cpu_read = self._read_by_probe(passes, mod, cpu_start, left)
+                        start, cpu = start + wall_read, cpu + cpu_read
                     check = time.perf_counter() + _PROBE_EVERY
-                    if not self._worth_moving(names, elapsed, done, sized.estimate, cfg):
+                    if sized is None or not self._worth_moving(names, elapsed, done, sized.estimate, cfg):
                         continue
                     moving = self._move_now(probe, passes, names, cfg)
                     if moving:
@@ -425,6 +426,19 @@ class ParallelExecutor:
             assert probe.pickled is not None and probe.sized is not None
             return self._run_parallel(passes, probe.pickled, mod, ctx, observer, cfg, probe.sized, probe)
         return self._finish_in_process(passes, names, mod, ctx, observer, probe, cfg, asked, cpu_start)
+
+    def _read_by_probe(
+        self, passes: Sequence[FunctionLevelPass], mod: IRModule, cpu_start: float, left: float | None
+    ) -> tuple[_Sized | None, float, float]:
+        """The wave as read at a probe's check (see :meth:`_sized`), and the wall and CPU seconds reading it
+        took; None, nothing read, where ``left`` (of a single-pass wave, the in-process seconds the pass's own
+        rate leaves) is too little to move (~1 us a function is saved: the reading of a light pass on a big
+        module cost a first run as much as a fifth of its time)."""
+        if left is not None and left < _SHIP_MIN_SECONDS:
+            return None, 0.0, 0.0
+        wall, cpu = time.perf_counter(), time.process_time()
+        sized = self._sized(passes, mod, cpu_start)
+        return sized, time.perf_counter() - wall, time.process_time() - cpu
 
     def _probed_size(self, held: int | None, name: str, fallback: float) -> tuple[int, int]:
         """A probed function's encoded size: as ``held``, else as last seen, else ``fallback``; and how much
@@ -1214,10 +1228,8 @@ class _Probe:
     def run(self, p: FunctionLevelPass, mod: IRModule, name: str, view: IRModule, ctx: PassContext) -> int | None:
         """Run ``p`` on function ``name`` of ``mod`` (its decoding, if held as bytes, timed apart); its size
         as held encoded, None if it is held only decoded."""
-        size = mod.cached_size(name)
-        if mod.is_decoded(name):
-            func = mod[name]
-        else:
+        func, size = mod.held(name)
+        if func is None:
             before = time.perf_counter()
             func = target_function(p, mod, name)
             self.decode_seconds += time.perf_counter() - before

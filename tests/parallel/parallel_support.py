@@ -40,6 +40,7 @@ def probe_moves_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(executor_mod, "_PROBE_FIRST", 0.0)
     monkeypatch.setattr(executor_mod, "_PROBE_EVERY", 0.0)
     monkeypatch.setattr(executor_mod, "_PROBE_MIN_FUNCTIONS", 1)
+    monkeypatch.setattr(executor_mod, "_SHIP_MIN_SECONDS", 0.0)  # however little is left
     monkeypatch.setattr(executor, "_worth_moving", lambda *args: True)
     get_backend().warm(2)
     executor.forget()

@@ -410,3 +410,29 @@ def test_heads_a_wave_changed_are_the_serial_run_s_and_refuse_changes(history) -
         assert len(answer.heads) == len(set(answer.head_of)) <= len(answer.indices)
         assert len({msgspec.msgpack.encode(h) for h in answer.heads}) == len(answer.heads)
     assert sum(len(a.heads) for a in sent) < sum(len(a.indices) for a in sent) / 2
+
+
+@pytest.mark.parametrize("ship_min", [1e9, 0.0], ids=["too-little-left", "enough-left"])
+def test_a_single_pass_probe_reads_the_wave_only_when_its_rate_leaves_enough_to_move(  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch, history, ship_min: float
+) -> None:
+    """At a probe's check, a single-pass wave whose first functions' rate leaves less in-process work than is
+    worth moving is not read (its columns, sizes and targets: ~1 us a function); one that leaves more is."""
+    from ptest_passes import count_bindings
+
+    monkeypatch.setattr(executor_mod, "_PROBE_FIRST", 0.0)
+    monkeypatch.setattr(executor_mod, "_PROBE_EVERY", 0.0)
+    monkeypatch.setattr(executor_mod, "_PROBE_MIN_FUNCTIONS", 1)
+    monkeypatch.setattr(executor_mod, "_SHIP_MIN_SECONDS", ship_min)
+    monkeypatch.setattr(default_executor, "_worth_moving", lambda *args: False)
+    reads: list[int] = []
+    sized = default_executor._sized
+    monkeypatch.setattr(default_executor, "_sized", lambda *args, **kw: reads.append(1) or sized(*args, **kw))
+    default_executor.forget()
+    mod = random_module(num_functions=40, num_prim_funcs=0, size=8, seed=3)
+    with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "auto"}):
+        out = count_bindings(mod)
+    assert not history[-1].parallel
+    assert reads == ([] if ship_min else [1])  # read once, at the first check that found enough left
+    with parallel_ctx(1):
+        assert module_bytes(out) == module_bytes(count_bindings(mod))
