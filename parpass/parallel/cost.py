@@ -311,6 +311,12 @@ class CostModel:
         with self._lock:
             return key in self._inline or key in self._worker or key in self._rough
 
+    def inline_seconds(self, chain: Sequence[str], nbytes: float) -> float | None:
+        """The chain's in-process seconds on ``nbytes`` of IR at its rate here (see :meth:`_rate_here`); None if
+        it was never measured."""
+        rate = self._rate_here(tuple(chain))
+        return None if rate is None else rate * nbytes
+
     def _rate_here(self, key: tuple[str, ...]) -> float | None:
         """Seconds per byte of IR of the chain in this process: measured here, else in the workers, else
         roughly here; None if not measured at all."""

@@ -100,6 +100,8 @@ _PROBE_EVERY = 0.005
 _PROBE_MIN_FUNCTIONS = 8
 #: In-process seconds of work left below which the rest of a wave is not worth moving to workers.
 _SHIP_MIN_SECONDS = 0.02
+#: Why a single pass whose learned rate put the module below _SHIP_MIN_SECONDS ran in-process (see _looks_light).
+_LIGHT_REASON = "estimated faster in-process (probed: a light pass)"
 #: Seconds a run must expect to save before it starts the workers, with as many workers as usable cores:
 #: their start-up (about half a second of CPU each here) competes with this process, and a first run on
 #: this 2-core machine that started them to save ~0.6 s came out 0.3 s slower.
@@ -262,12 +264,15 @@ class ParallelExecutor:
             return self._run_inline(passes, mod, ctx, observer, names, forced)
         auto = cfg.mode == "auto" and cfg.timeout <= 0  # only a worker can be stopped at a timeout: ship then
         cost = self.cost_of(cfg.scheduler)
-        if auto and not cost.knows(names):
-            # Nothing learned to decide on: the wave starts here as an in-process run would, and reads what
-            # it would ship only once it has run long enough for moving to pay.
+        known = auto and cost.knows(names)
+        if auto and (not known or self._looks_light(cost, passes, mod)):
+            # Nothing learned to decide on, or a pass whose rate puts the whole module below what is worth
+            # moving: the wave starts here as an in-process run would, and reads what it would ship only once
+            # it has run long enough for moving to pay (reading it costs ~1 us a function: a light pass ran
+            # 0.8x of in-process when it was read first).
             if cfg.strict:
                 self._pack(passes, names, cfg)  # a pass that cannot be pickled fails before anything runs
-            return self._probed(passes, mod, ctx, observer, cfg, names, None)
+            return self._probed(passes, mod, ctx, observer, cfg, names, None, light=known)
         sized = self._sized(passes, mod, time.thread_time(), estimate=auto)
         if not sized.table.indices:
             return self._run_inline(passes, mod, ctx, observer, names, "no target functions")
@@ -293,6 +298,14 @@ class ParallelExecutor:
             if pickled is None:
                 return self._run_inline(passes, mod, ctx, observer, names, "pass cannot be pickled")
         return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, sized, None)
+
+    def _looks_light(self, cost: CostModel, passes: Sequence[FunctionLevelPass], mod: IRModule) -> bool:
+        """Whether a single pass's learned rate puts every function of ``mod`` (at the last wave's size a
+        function) below the in-process work worth moving to workers."""
+        if len(passes) != 1:
+            return False
+        seconds = cost.inline_seconds([passes[0].info.name], len(mod) * self._bytes_per_function)
+        return seconds is not None and seconds < _SHIP_MIN_SECONDS
 
     def _sized(
         self, passes: Sequence[FunctionLevelPass], mod: IRModule, cpu_start: float, estimate: bool = True
@@ -364,12 +377,14 @@ class ParallelExecutor:
         cfg: ParallelConfig,
         names: tuple[str, ...],
         sized: _Sized | None,
+        light: bool = False,
     ) -> IRModule:
         """Run the chain's first pass in-process, in module order; start the workers when the work it shows
         pays for their start-up, and move the rest of the chain to them once they are ready and that pays.
 
         ``sized`` is the wave as read (see :meth:`_sized`); None for a chain not known
-        yet: it is read at the first check, so that a wave over before it costs what in-process costs.
+        yet, or a ``light`` one (a single pass whose learned rate puts the module below what is worth moving):
+        it is read at the first check, so that a wave over before it costs what in-process costs.
         This is how a chain the cost model does not know yet (or a pool not started yet) costs at most a
         few checks more than in-process: nothing is decided on a guess. The serial order holds: the first
         pass's first functions run here, before anything the workers run.
@@ -379,19 +394,18 @@ class ParallelExecutor:
         view = mod.read_only_view(view_reason(p0.info.name))
         first = p0.targets(mod)
         single = len(passes) == 1  # the first pass's functions are the wave's: their rate projects its rest
-        fallback = sized.estimate / max(1, len(sized.table.indices)) if sized else self._bytes_per_function
+        fallback = int(sized.estimate / max(1, len(sized.table.indices)) if sized else self._bytes_per_function)
+        sizes = self._sizes
         probe = _Probe()
         start, cpu = time.perf_counter(), time.process_time()
         check = start + _PROBE_FIRST
-        done = guessed = 0.0
+        done = 0.0
         shipped = asked = False
         if observer is not None:
             observer.before_stage(0)
         try:
             for count, name in enumerate(first):
-                size, guess = self._probed_size(probe.run(p0, mod, name, view, ctx), name, fallback)
-                done += size
-                guessed += guess
+                done += probe.run(p0, mod, name, view, ctx, sizes, fallback)
                 now = time.perf_counter()
                 if now >= check and _PROBE_MIN_FUNCTIONS <= count + 1 < len(first):
                     elapsed = now - start
@@ -420,12 +434,13 @@ class ParallelExecutor:
         # more only to learn that (see CostModel.should_parallelize).
         cost = self.cost_of(cfg.scheduler)
         cost.record_decode(probe.decode_seconds, probe.decoded_bytes)
-        record = cost.record_rough if shipped or 2 * guessed > done else cost.record_inline  # a few, or guessed
+        record = cost.record_rough if shipped or 2 * probe.guessed > done else cost.record_inline  # a few, or guessed
         record(names[:1], probe.timing.wall - probe.decode_seconds, int(done))
         if shipped:  # a probe that moves read the wave
             assert probe.pickled is not None and probe.sized is not None
             return self._run_parallel(passes, probe.pickled, mod, ctx, observer, cfg, probe.sized, probe)
-        return self._finish_in_process(passes, names, mod, ctx, observer, probe, cfg, asked, cpu_start)
+        reason = _LIGHT_REASON if light else "ran in-process (too little work to move)"
+        return self._finish_in_process(passes, names, mod, ctx, observer, probe, cfg, asked, cpu_start, reason)
 
     def _read_by_probe(
         self, passes: Sequence[FunctionLevelPass], mod: IRModule, cpu_start: float, left: float | None
@@ -439,15 +454,6 @@ class ParallelExecutor:
         wall, cpu = time.perf_counter(), time.process_time()
         sized = self._sized(passes, mod, cpu_start)
         return sized, time.perf_counter() - wall, time.process_time() - cpu
-
-    def _probed_size(self, held: int | None, name: str, fallback: float) -> tuple[int, int]:
-        """A probed function's encoded size: as ``held``, else as last seen, else ``fallback``; and how much
-        of it is guessed (all, or nothing)."""
-        if held is None:
-            held = self._sizes.get(name)
-            if held is None:
-                return int(fallback), int(fallback)
-        return held, 0
 
     def _move_now(
         self, probe: _Probe, passes: Sequence[FunctionLevelPass], names: tuple[str, ...], cfg: ParallelConfig
@@ -472,10 +478,11 @@ class ParallelExecutor:
         cfg: ParallelConfig,
         asked: bool,
         cpu_start: float,
+        reason: str,
     ) -> IRModule:
         """After the first pass of the chain ran here on every function (``probe``): its result, and the rest
         of the chain run (in the workers if they were ``asked`` for and it pays, else here); ``cpu_start``:
-        this thread's CPU time when the wave began.
+        this thread's CPU time when the wave began; ``reason``: why it ran here, for its wave's statistics.
 
         A chain that ran here whole is learned whole: run again, it is decided at once instead of probed
         again. One whose time, shared among the workers, would save less than a round trip to them could
@@ -485,11 +492,10 @@ class ParallelExecutor:
         if observer is not None:
             observer.after_stage(0, probe.timing)
         out = mod.copy()
-        for name, new in probe.results.items():
-            if new is not mod[name]:
-                out[name] = new
+        results = probe.results
+        for name in probe.changed:
+            out[name] = results[name]
         wall = probe.timing.wall
-        reason = "ran in-process (too little work to move)"
         self._remember(WaveStats(names[:1], False, reason, wall=wall, parent_seconds=wall))
         if len(passes) == 1:
             return out
@@ -1218,6 +1224,8 @@ class _Probe:
 
     def __init__(self) -> None:
         self.results: dict[str, BaseFunc] = {}  # name -> the first pass's result (the same object: unchanged)
+        self.changed: list[str] = []  # the functions whose result is a new object, in the order they ran
+        self.guessed = 0  # of the sizes of the functions the pass ran on, the ones guessed (never seen encoded)
         self.timing = StageTiming(0.0, 0.0, in_caller=True)
         self.decode_seconds = 0.0  # decoding the functions held as bytes (learned apart from the pass)
         self.decoded_bytes = 0
@@ -1225,16 +1233,32 @@ class _Probe:
         self.pickled: bytes | None = None  # the chain for the workers, once the probe moves it there
         self.sized: _Sized | None = None  # the wave as read, once the probe read it
 
-    def run(self, p: FunctionLevelPass, mod: IRModule, name: str, view: IRModule, ctx: PassContext) -> int | None:
-        """Run ``p`` on function ``name`` of ``mod`` (its decoding, if held as bytes, timed apart); its size
-        as held encoded, None if it is held only decoded."""
+    def run(
+        self,
+        p: FunctionLevelPass,
+        mod: IRModule,
+        name: str,
+        view: IRModule,
+        ctx: PassContext,
+        seen: Mapping[str, int],
+        fallback: int,
+    ) -> int:
+        """Run ``p`` on function ``name`` of ``mod`` (its decoding, if held as bytes, timed apart); its encoded
+        size: as held, else as last ``seen``, else ``fallback`` (counted in :attr:`guessed`)."""
         func, size = mod.held(name)
         if func is None:
             before = time.perf_counter()
             func = target_function(p, mod, name)
             self.decode_seconds += time.perf_counter() - before
             self.decoded_bytes += size or 0
-        self.results[name] = p.transform_one(func, name, view, ctx)
+        new = self.results[name] = p.transform_one(func, name, view, ctx)
+        if new is not func:
+            self.changed.append(name)
+        if size is None:
+            size = seen.get(name)
+            if size is None:
+                size = fallback
+                self.guessed += fallback
         return size
 
 
