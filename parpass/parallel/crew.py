@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from parpass.parallel.protocol import FromWorker, Hello, RunChunk, Stop, ToWorker, decode_from_worker, encode
 from parpass.parallel.store import StoreReader, StoreWriter
-from parpass.parallel.wave import Busy, ProgressSlots, WaveHeader, remove, write_wave
+from parpass.parallel.wave import Busy, ProgressSlots, WaveHeader, remove, wave_path, write_wave
 
 if TYPE_CHECKING:
     from parpass.parallel.backend import PoolLost, Task
@@ -192,6 +192,7 @@ class Crew(StoreKeeper):
         self._conns: list[Connection | None] = [None] * size
         self.pids = [0] * size
         self._by_conn: dict[Connection, int] = {}
+        self._waves: set[str] = set()  # the wave files published and not withdrawn yet
         authkey = os.urandom(32)
         self._address = _address()
         self._listener = Listener(self._address, family="AF_UNIX", authkey=authkey)
@@ -285,11 +286,19 @@ class Crew(StoreKeeper):
     def publish(self, header: WaveHeader, targets: Collection[int] | None = None) -> str:
         """Make a wave reachable by the seats: its name, which :meth:`run` passes on (here, its file: the
         seats map what they read of it, so all of it is there whatever the passes read)."""
-        return write_wave(header)
+        path = wave_path()
+        self._waves.add(path)  # before the file exists: closing the crew removes it, whatever comes between
+        try:
+            write_wave(header, path)
+        except BaseException:
+            self.withdraw(path)
+            raise
+        return path
 
     def withdraw(self, wave: str) -> None:
         """The wave ``wave`` is over (its chunks answered, or the wave failed)."""
         remove(wave)
+        self._waves.discard(wave)
 
     def running(self, longer_than: float = 0.0) -> list[Busy]:
         """What each busy seat is running now (its progress slot), and for how long."""
@@ -322,6 +331,8 @@ class Crew(StoreKeeper):
             remove(self._address)
         self.progress.close()
         remove(self.progress.path)
+        for wave in sorted(self._waves):  # a wave a signal cut short
+            self.withdraw(wave)
         self.close_stores()
 
 

@@ -28,6 +28,7 @@ import contextlib
 import glob
 import mmap
 import os
+import secrets
 import struct
 import tempfile
 import threading
@@ -88,18 +89,21 @@ def _scratch_dir() -> str:
     return tempfile.gettempdir()
 
 
-def write_wave(header: WaveHeader) -> str:
-    """Write the wave file of ``header`` and return its path (the caller removes it)."""
+def wave_path() -> str:
+    """The path of a new wave file, not created yet: its writer holds the name before the file exists, so
+    that whatever interrupts the writing (a signal right after the file is made) leaves it a name to remove."""
+    return os.path.join(_scratch_dir(), f"parpass-wave-{os.getpid()}-{secrets.token_hex(8)}.bin")
+
+
+def write_wave(header: WaveHeader, path: str) -> None:
+    """Write the wave file of ``header`` at ``path`` (see :func:`wave_path`; the caller removes it, also when
+    this raises)."""
     data = msgspec.msgpack.encode(header)
-    fd, path = tempfile.mkstemp(prefix=f"parpass-wave-{os.getpid()}-", suffix=".bin", dir=_scratch_dir())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         write_all(fd, [_LEN.pack(len(data)), data])
-    except BaseException:  # a full disk, Ctrl-C: the caller never learns the path
+    finally:
         os.close(fd)
-        remove(path)
-        raise
-    os.close(fd)
-    return path
 
 
 class WaveFile:

@@ -149,7 +149,7 @@ def test_no_wave_file_and_no_file_the_workers_read(
     once the crew closes; the workers' directory stays empty."""
     from parpass.parallel import crew
 
-    def no_wave_file(header: object) -> str:
+    def no_wave_file(header: object, path: str) -> None:
         raise AssertionError("a wave file was written for a cluster")
 
     monkeypatch.setattr(crew, "write_wave", no_wave_file)

@@ -160,6 +160,41 @@ def test_timeout_names_the_function_and_kills_the_workers(small_module: IRModule
         count_bindings(small_module)
 
 
+@pytest.mark.loky_only
+@pytest.mark.parametrize("where", ["as-the-file-is-made", "as-publish-returns"])
+def test_a_signal_as_a_wave_file_is_published_leaves_no_file(  # type: ignore[no-untyped-def]
+    small_module: IRModule, scratch, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A signal that lands once the wave file exists but before the executor holds its name (a SIGTERM to
+    ``parpass opt`` left one behind, now and then) still leaves nothing: the crew names the file first."""
+    from parpass.parallel import crew as crew_mod
+
+    _warm(small_module)
+    if where == "as-the-file-is-made":
+        write = crew_mod.write_wave
+
+        def interrupted_write(header: object, path: str) -> None:
+            write(header, path)  # type: ignore[arg-type]
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(crew_mod, "write_wave", interrupted_write)
+    else:
+        publish = crew_mod.Crew.publish
+
+        def interrupted_publish(self, header, targets=None):  # type: ignore[no-untyped-def]
+            publish(self, header, targets)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(crew_mod.Crew, "publish", interrupted_publish)
+    with pytest.raises(KeyboardInterrupt), parallel_ctx(2):
+        count_bindings(small_module)
+    assert leftovers(scratch) == []
+    monkeypatch.undo()
+    with parallel_ctx(2):  # the next pass works
+        count_bindings(small_module)
+    assert leftovers(scratch) == []
+
+
 def test_reproducer_is_written_and_reproduces(small_module: IRModule, tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "repro.bin"
     with pytest.raises(ValueError), parallel_ctx(2, **{"parpass.reproducer": str(path)}):
