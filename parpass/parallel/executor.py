@@ -102,6 +102,8 @@ _PROBE_MIN_FUNCTIONS = 8
 _SHIP_MIN_SECONDS = 0.02
 #: Why a single pass whose learned rate put the module below _SHIP_MIN_SECONDS ran in-process (see _looks_light).
 _LIGHT_REASON = "estimated faster in-process (probed: a light pass)"
+#: Why a wave that the workers would run faster ran in-process: they are not started, and it does not earn that.
+_UNSTARTED_REASON = "estimated faster in-process (the workers are not started: this wave does not pay for that)"
 #: Seconds a run must expect to save before it starts the workers, with as many workers as usable cores:
 #: their start-up (about half a second of CPU each here) competes with this process, and a first run on
 #: this 2-core machine that started them to save ~0.6 s came out 0.3 s slower.
@@ -281,15 +283,9 @@ class ParallelExecutor:
         pickled = self._pack(passes, names, cfg) if cfg.strict else None
         if auto:
             # Decide on the amount of IR without encoding anything just to measure it.
-            if not cost.should_parallelize(
-                names, sized.estimate, cfg.num_workers, cfg.inline_below, sized.encoded, sized.unencoded
-            ):
-                reason = "estimated faster in-process"
-                # the targets held as bytes are decoded (and timed) first
-                table = sized.table
-                pending = list(map(table.names.__getitem__, table.indices)) if sized.encoded else ()
-                learn = (cost, sized.estimate, sized.rough)
-                return self._run_inline(passes, mod, ctx, observer, names, reason, learn, pending)
+            reason = self._keeps_in_process(cost, names, sized, cfg)
+            if reason is not None:
+                return self._decided_in_process(passes, mod, ctx, observer, names, reason, sized, cost)
             self._pool_started = True  # what this chain cost says the workers pay: they may start
             if not backend_mod.backend_for(cfg.scheduler).ready(cfg.num_workers):
                 return self._probed(passes, mod, ctx, observer, cfg, names, sized)
@@ -298,6 +294,43 @@ class ParallelExecutor:
             if pickled is None:
                 return self._run_inline(passes, mod, ctx, observer, names, "pass cannot be pickled")
         return self._run_parallel(passes, pickled, mod, ctx, observer, cfg, sized, None)
+
+    def _keeps_in_process(
+        self, cost: CostModel, names: tuple[str, ...], sized: _Sized, cfg: ParallelConfig
+    ) -> str | None:
+        """Why 'auto' runs the wave ``sized`` in-process; None: it ships it."""
+        if not cost.should_parallelize(
+            names, sized.estimate, cfg.num_workers, cfg.inline_below, sized.encoded, sized.unencoded
+        ):
+            return "estimated faster in-process"
+        if self._pool_started or backend_mod.backend_for(cfg.scheduler).started(cfg.num_workers):
+            return None
+        # What this wave would save must pay for starting the workers too (a second of CPU that slows this run:
+        # a light pass's second run took 2.6x its in-process time while they started).
+        estimates = cost.estimates(names, sized.estimate, cfg.num_workers, sized.encoded, sized.unencoded)
+        return None if self._earns_start(*estimates, cfg) else _UNSTARTED_REASON
+
+    def _decided_in_process(
+        self,
+        passes: Sequence[FunctionLevelPass],
+        mod: IRModule,
+        ctx: PassContext,
+        observer: ChainObserver | None,
+        names: tuple[str, ...],
+        reason: str,
+        sized: _Sized,
+        cost: CostModel,
+    ) -> IRModule:
+        """The wave ``sized`` run in-process as 'auto' decided for ``reason``, its cost learned; the targets
+        held as bytes are decoded (and timed) first."""
+        began = time.perf_counter()
+        table = sized.table
+        pending = list(map(table.names.__getitem__, table.indices)) if sized.encoded else ()
+        learn = (cost, sized.estimate, sized.rough)
+        out = self._run_inline(passes, mod, ctx, observer, names, reason, learn, pending)
+        if reason == _UNSTARTED_REASON:  # work the workers would have done faster: it counts towards their start
+            self._inline_seconds += time.perf_counter() - began
+        return out
 
     def _looks_light(self, cost: CostModel, passes: Sequence[FunctionLevelPass], mod: IRModule) -> bool:
         """Whether a single pass's learned rate puts every function of ``mod`` (at the last wave's size a

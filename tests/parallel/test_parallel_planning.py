@@ -834,6 +834,41 @@ def test_workers_already_started_need_not_earn_their_start() -> None:
     assert fresh._worth_moving(*probed)
 
 
+@pytest.mark.parametrize("heavy", [False, True], ids=["saves-little", "saves-much"])
+def test_a_known_chain_starts_the_workers_only_when_its_wave_pays_for_their_start(
+    monkeypatch: pytest.MonkeyPatch, heavy: bool
+) -> None:
+    """'auto' ships a chain it knows when the workers would run it faster; where they are not started yet,
+    only when what the wave saves also pays for their start (a light pass's second run took 2.6x its
+    in-process time while they started), else in-process, counted towards their start."""
+    from parpass.parallel import backend as backend_mod
+    from parpass.parallel.config import ParallelConfig
+    from parpass.parallel.cost import CostModel
+    from parpass.parallel.executor import _UNSTARTED_REASON, ParallelExecutor, _Sized
+
+    started = {"now": False}
+
+    class Backend:
+        def started(self, num_workers: int) -> bool:
+            return started["now"]
+
+    monkeypatch.setattr(backend_mod, "backend_for", lambda scheduler: Backend())
+    monkeypatch.setattr(backend_mod, "usable_cores", lambda: 2)
+    fresh = ParallelExecutor()
+    cost = fresh.costs[""] = CostModel()  # nothing else running: two workers do twice the work
+    nbytes, seconds = 5_000_000, (3.0 if heavy else 0.06)
+    cost.record_inline(("P",), seconds, nbytes)
+    cfg = ParallelConfig.of(PassContext(config={"parpass.num_workers": 2}))
+    sized = _Sized(None, nbytes, 0, 0, False)  # type: ignore[arg-type]
+    assert cost.should_parallelize(("P",), nbytes, 2, cfg.inline_below)  # the workers would win
+    assert fresh._keeps_in_process(cost, ("P",), sized, cfg) == (None if heavy else _UNSTARTED_REASON)
+    started["now"] = True  # someone started them: what the wave saves decides alone
+    assert fresh._keeps_in_process(cost, ("P",), sized, cfg) is None
+    started["now"] = False
+    fresh._pool_started = True  # this executor asked for them once
+    assert fresh._keeps_in_process(cost, ("P",), sized, cfg) is None
+
+
 @pytest.mark.loky_only
 def test_asking_whether_workers_are_started_starts_none() -> None:
     from parpass.parallel.backend import LokyBackend
