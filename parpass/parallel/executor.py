@@ -267,7 +267,7 @@ class ParallelExecutor:
         auto = cfg.mode == "auto" and cfg.timeout <= 0  # only a worker can be stopped at a timeout: ship then
         cost = self.cost_of(cfg.scheduler)
         known = auto and cost.knows(names)
-        if auto and (not known or self._looks_light(cost, passes, mod)):
+        if auto and (not known or self._looks_light(cost, passes, mod, cfg)):
             # Nothing learned to decide on, or a pass whose rate puts the whole module below what is worth
             # moving: the wave starts here as an in-process run would, and reads what it would ship only once
             # it has run long enough for moving to pay (reading it costs ~1 us a function: a light pass ran
@@ -332,13 +332,24 @@ class ParallelExecutor:
             self._inline_seconds += time.perf_counter() - began
         return out
 
-    def _looks_light(self, cost: CostModel, passes: Sequence[FunctionLevelPass], mod: IRModule) -> bool:
+    def _looks_light(
+        self, cost: CostModel, passes: Sequence[FunctionLevelPass], mod: IRModule, cfg: ParallelConfig
+    ) -> bool:
         """Whether a single pass's learned rate puts every function of ``mod`` (at the last wave's size a
-        function) below the in-process work worth moving to workers."""
+        function) below what could pay for moving it to workers (see :meth:`_may_move`)."""
         if len(passes) != 1:
             return False
         seconds = cost.inline_seconds([passes[0].info.name], len(mod) * self._bytes_per_function)
-        return seconds is not None and seconds < _SHIP_MIN_SECONDS
+        return seconds is not None and not self._may_move(seconds, cfg)
+
+    def _may_move(self, seconds: float, cfg: ParallelConfig) -> bool:
+        """Whether moving ``seconds`` of in-process work to workers could pay at all: it is worth moving, and
+        the workers are started, or it could pay for their start were the workers' time nothing."""
+        if seconds < _SHIP_MIN_SECONDS:
+            return False
+        if self._pool_started or backend_mod.backend_for(cfg.scheduler).started(cfg.num_workers):
+            return True
+        return self._earns_start(seconds, 0.0, cfg)
 
     def _sized(
         self, passes: Sequence[FunctionLevelPass], mod: IRModule, cpu_start: float, estimate: bool = True
@@ -444,7 +455,7 @@ class ParallelExecutor:
                     elapsed = now - start
                     if sized is None:  # the pass's time is counted without the reading's
                         left = elapsed * (len(first) / (count + 1) - 1) if single else None
-                        sized, wall_read, cpu_read = self._read_by_probe(passes, mod, cpu_start, left)
+                        sized, wall_read, cpu_read = self._read_by_probe(passes, mod, cpu_start, left, cfg)
                         start, cpu = start + wall_read, cpu + cpu_read
                     check = time.perf_counter() + _PROBE_EVERY
                     if sized is None or not self._worth_moving(names, elapsed, done, sized.estimate, cfg):
@@ -476,13 +487,18 @@ class ParallelExecutor:
         return self._finish_in_process(passes, names, mod, ctx, observer, probe, cfg, asked, cpu_start, reason)
 
     def _read_by_probe(
-        self, passes: Sequence[FunctionLevelPass], mod: IRModule, cpu_start: float, left: float | None
+        self,
+        passes: Sequence[FunctionLevelPass],
+        mod: IRModule,
+        cpu_start: float,
+        left: float | None,
+        cfg: ParallelConfig,
     ) -> tuple[_Sized | None, float, float]:
         """The wave as read at a probe's check (see :meth:`_sized`), and the wall and CPU seconds reading it
         took; None, nothing read, where ``left`` (of a single-pass wave, the in-process seconds the pass's own
-        rate leaves) is too little to move (~1 us a function is saved: the reading of a light pass on a big
-        module cost a first run as much as a fifth of its time)."""
-        if left is not None and left < _SHIP_MIN_SECONDS:
+        rate leaves) could not pay for moving (see :meth:`_may_move`; ~1 us a function is saved: the reading
+        of a light pass on a big module cost a first run as much as a fifth of its time)."""
+        if left is not None and not self._may_move(left, cfg):
             return None, 0.0, 0.0
         wall, cpu = time.perf_counter(), time.process_time()
         sized = self._sized(passes, mod, cpu_start)

@@ -869,6 +869,41 @@ def test_a_known_chain_starts_the_workers_only_when_its_wave_pays_for_their_star
     assert fresh._keeps_in_process(cost, ("P",), sized, cfg) is None
 
 
+def test_a_single_pass_that_cannot_pay_for_moving_starts_as_a_probe_reading_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A known single pass whose rate puts the whole module below what is worth moving, or, with the workers
+    not started, below what pays for their start, starts in-process as the probe does: the wave is read
+    (~1 us a function) only if its functions show more work than that."""
+    from parpass.parallel import backend as backend_mod
+    from parpass.parallel.config import ParallelConfig
+    from parpass.parallel.cost import CostModel
+    from parpass.parallel.executor import ParallelExecutor
+
+    started = {"now": False}
+
+    class Backend:
+        def started(self, num_workers: int) -> bool:
+            return started["now"]
+
+    monkeypatch.setattr(backend_mod, "backend_for", lambda scheduler: Backend())
+    monkeypatch.setattr(backend_mod, "usable_cores", lambda: 2)
+    fresh = ParallelExecutor()
+    cost = fresh.costs[""] = CostModel()
+    cfg = ParallelConfig.of(PassContext(config={"parpass.num_workers": 2}))
+    mod = random_module(num_functions=40, num_prim_funcs=0, size=8, seed=3)
+    whole = len(mod) * fresh._bytes_per_function
+    assert not fresh._looks_light(cost, [count_bindings], mod, cfg)  # never measured: decided otherwise
+    for seconds, unstarted, warm in [(0.01, True, True), (0.2, True, False), (5.0, False, False)]:
+        cost._inline.clear()
+        cost.record_inline(("CountBindings",), seconds, int(whole))
+        started["now"] = False
+        assert fresh._looks_light(cost, [count_bindings], mod, cfg) is unstarted
+        started["now"] = True
+        assert fresh._looks_light(cost, [count_bindings], mod, cfg) is warm
+    assert not fresh._looks_light(cost, [count_bindings, count_bindings], mod, cfg)  # a chain: read first
+
+
 @pytest.mark.loky_only
 def test_asking_whether_workers_are_started_starts_none() -> None:
     from parpass.parallel.backend import LokyBackend
