@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from parpass.parallel.protocol import FromWorker, Hello, RunChunk, Stop, ToWorker, decode_from_worker, encode
 from parpass.parallel.store import StoreReader, StoreWriter
-from parpass.parallel.wave import Busy, ProgressSlots, WaveHeader, remove, wave_path, write_wave
+from parpass.parallel.wave import Busy, ProgressSlots, WaveHeader, remove, scratch_path, wave_path, write_wave
 
 if TYPE_CHECKING:
     from parpass.parallel.backend import PoolLost, Task
@@ -196,9 +196,10 @@ class Crew(StoreKeeper):
         authkey = os.urandom(32)
         self._address = _address()
         self._listener = Listener(self._address, family="AF_UNIX", authkey=authkey)
-        self.progress = ProgressSlots.create(size)
+        self._progress_path = scratch_path("progress")  # named before it is made: closing removes it
         self.tasks: list[Task] = []
         try:
+            self.progress = ProgressSlots.create(size, self._progress_path)
             for seat in range(size):
                 self.tasks.append(
                     submit(
@@ -329,8 +330,10 @@ class Crew(StoreKeeper):
             self._listener.close()
         if not self._address.startswith("\0"):
             remove(self._address)
-        self.progress.close()
-        remove(self.progress.path)
+        progress: ProgressSlots | None = getattr(self, "progress", None)  # None: a signal cut its making short
+        if progress is not None:
+            progress.close()
+        remove(self._progress_path)
         for wave in sorted(self._waves):  # a wave a signal cut short
             self.withdraw(wave)
         self.close_stores()

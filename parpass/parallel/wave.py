@@ -89,10 +89,16 @@ def _scratch_dir() -> str:
     return tempfile.gettempdir()
 
 
+def scratch_path(kind: str) -> str:
+    """The path of a new scratch file (``"wave"``, ``"progress"``), not created yet: its owner holds the name
+    before the file exists, so that whatever interrupts the making (a signal right after the file is made)
+    leaves it a name to remove."""
+    return os.path.join(_scratch_dir(), f"parpass-{kind}-{os.getpid()}-{secrets.token_hex(8)}.bin")
+
+
 def wave_path() -> str:
-    """The path of a new wave file, not created yet: its writer holds the name before the file exists, so
-    that whatever interrupts the writing (a signal right after the file is made) leaves it a name to remove."""
-    return os.path.join(_scratch_dir(), f"parpass-wave-{os.getpid()}-{secrets.token_hex(8)}.bin")
+    """The path of a new wave file (see :func:`scratch_path`)."""
+    return scratch_path("wave")
 
 
 def write_wave(header: WaveHeader, path: str) -> None:
@@ -150,20 +156,16 @@ class ProgressSlots:
         self._pid = os.getpid()
         size = max(1, count) * _SLOT.size
         if create:
-            with open(path, "wb") as handle:
+            with open(path, "xb") as handle:
                 handle.write(b"\0" * size)
         with open(path, "r+b") as handle:
             self._map = mmap.mmap(handle.fileno(), size)
 
     @classmethod
-    def create(cls, count: int) -> ProgressSlots:
-        fd, path = tempfile.mkstemp(prefix=f"parpass-progress-{os.getpid()}-", suffix=".bin", dir=_scratch_dir())
-        os.close(fd)
-        try:
-            return cls(path, count, create=True)
-        except BaseException:  # the caller never learns the path
-            remove(path)
-            raise
+    def create(cls, count: int, path: str) -> ProgressSlots:
+        """The slots of ``count`` chunks in a new file at ``path`` (see :func:`scratch_path`; the caller removes
+        it, also when this raises)."""
+        return cls(path, count, create=True)
 
     def start(self, slot: int, index: int) -> None:
         _SLOT.pack_into(self._map, slot * _SLOT.size, index + 1, time.monotonic(), self._pid)

@@ -1053,7 +1053,10 @@ def test_a_chain_that_ran_here_whole_after_its_probe_is_decided_at_once_the_next
     history.clear()
     with PassContext(config={"parpass.num_workers": 2}):
         again = chain(small)
-    assert [(w.passes, w.reason) for w in history] == [(("CountBindings", "Rebuild"), "estimated faster in-process")]
+    # decided at once, as one wave (in-process on this machine's rate; a machine loaded enough that the chain was
+    # learned at 3x its quiet rate ships it, against the round trip of 0 set above)
+    assert [w.passes for w in history] == [("CountBindings", "Rebuild")]
+    assert history[0].reason in ("estimated faster in-process", "parallel")
     assert module_bytes(again) == module_bytes(out)
 
 
