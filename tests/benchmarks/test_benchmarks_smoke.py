@@ -56,7 +56,7 @@ def test_bench_parallel_prints_warm_cold_quiet_and_loaded_figures() -> None:
     assert "ceiling of (a) now" in out
     assert "machine headroom under the load" in out
     assert "cold speedup" in out
-    for label in ("(a) CPU-heavy", "(b) light pipeline", "(b') dataflow", "(c) light pipeline"):
+    for label in ("(a) CPU-heavy", "(b) light pipeline", "(b') dataflow", "(c) light pipeline", "(d) one light pass"):
         rows = [line for line in out.splitlines() if line.startswith(f"| {label}")]
         assert len(rows) == 2, out  # quiet and loaded
         assert all(" ok |" in row or " MISS |" in row for row in rows)
