@@ -443,36 +443,37 @@ class ParallelExecutor:
         probe = _Probe()
         start, cpu = time.perf_counter(), time.process_time()
         check = start + _PROBE_FIRST
-        done = 0.0
         shipped = asked = False
         if observer is not None:
             observer.before_stage(0)
         try:
-            for count, name in enumerate(first):
-                done += probe.run(p0, mod, name, view, ctx, sizes, fallback)
+            ran = 0
+            while ran < len(first):
+                ran = probe.run_until(p0, mod, first, ran, view, ctx, sizes, fallback, check)
+                if not _PROBE_MIN_FUNCTIONS <= ran < len(first):
+                    continue  # the rate of its first calls is not trusted yet, or the wave is over
                 now = time.perf_counter()
-                if now >= check and _PROBE_MIN_FUNCTIONS <= count + 1 < len(first):
-                    elapsed = now - start
-                    if sized is None:  # the pass's time is counted without the reading's
-                        left = elapsed * (len(first) / (count + 1) - 1) if single else None
-                        sized, wall_read, cpu_read = self._read_by_probe(passes, mod, cpu_start, left, cfg)
-                        start, cpu = start + wall_read, cpu + cpu_read
-                    check = time.perf_counter() + _PROBE_EVERY
-                    if sized is None or not self._worth_moving(names, elapsed, done, sized.estimate, cfg):
-                        continue
-                    moving = self._move_now(probe, passes, names, cfg)
-                    if moving:
-                        shipped = True
-                        break
-                    asked = moving is not None  # None: the chain cannot be pickled (warned): it all stays here
-                    check = check if asked else float("inf")
+                elapsed = now - start
+                if sized is None:  # the pass's time is counted without the reading's
+                    left = elapsed * (len(first) / ran - 1) if single else None
+                    sized, wall_read, cpu_read = self._read_by_probe(passes, mod, cpu_start, left, cfg)
+                    start, cpu = start + wall_read, cpu + cpu_read
+                check = time.perf_counter() + _PROBE_EVERY
+                if sized is None or not self._worth_moving(names, elapsed, probe.done_bytes, sized.estimate, cfg):
+                    continue
+                moving = self._move_now(probe, passes, names, cfg)
+                if moving:
+                    shipped = True
+                    break
+                asked = moving is not None  # None: the chain cannot be pickled (warned): it all stays here
+                check = check if asked else float("inf")
         except BaseException as err:
             if observer is not None:
                 observer.stage_failed(0, err)
             raise
         probe.timing = StageTiming(time.perf_counter() - start, time.process_time() - cpu, in_caller=True)
         self._inline_seconds += probe.timing.wall
-        probe.done_bytes = done
+        done = probe.done_bytes
         probe.sized = sized
         # What the first pass cost here, moved or not: a chain of it alone need not be run in-process once
         # more only to learn that (see CostModel.should_parallelize).
@@ -1282,33 +1283,54 @@ class _Probe:
         self.pickled: bytes | None = None  # the chain for the workers, once the probe moves it there
         self.sized: _Sized | None = None  # the wave as read, once the probe read it
 
-    def run(
+    def run_until(
         self,
         p: FunctionLevelPass,
         mod: IRModule,
-        name: str,
+        names: Sequence[str],
+        at: int,
         view: IRModule,
         ctx: PassContext,
         seen: Mapping[str, int],
         fallback: int,
+        deadline: float,
     ) -> int:
-        """Run ``p`` on function ``name`` of ``mod`` (its decoding, if held as bytes, timed apart); its encoded
-        size: as held, else as last ``seen``, else ``fallback`` (counted in :attr:`guessed`)."""
-        func, size = mod.held(name)
-        if func is None:
-            before = time.perf_counter()
-            func = target_function(p, mod, name)
-            self.decode_seconds += time.perf_counter() - before
-            self.decoded_bytes += size or 0
-        new = self.results[name] = p.transform_one(func, name, view, ctx)
-        if new is not func:
-            self.changed.append(name)
-        if size is None:
-            size = seen.get(name)
-            if size is None:
-                size = fallback
-                self.guessed += fallback
-        return size
+        """Run ``p`` on the functions ``names[at:]`` of ``mod`` in order until the clock passes ``deadline``
+        (read after each); the index of the next function to run. Each one's decoding, if held as bytes, is
+        timed apart, and its encoded size counted in :attr:`done_bytes`: as held, else as last ``seen``, else
+        ``fallback`` (then in :attr:`guessed` too)."""
+        held, transform, clock = mod.held, p.transform_one, time.perf_counter
+        results, changed = self.results, self.changed
+        done = 0
+        try:
+            while at < len(names):
+                name = names[at]
+                at += 1
+                func, size = held(name)
+                if func is None:
+                    func = self._decoded(p, mod, name, size)
+                new = results[name] = transform(func, name, view, ctx)
+                if new is not func:
+                    changed.append(name)
+                if size is None:
+                    size = seen.get(name)
+                    if size is None:
+                        size = fallback
+                        self.guessed += fallback
+                done += size
+                if clock() >= deadline:
+                    break
+        finally:
+            self.done_bytes += done
+        return at
+
+    def _decoded(self, p: FunctionLevelPass, mod: IRModule, name: str, size: int | None) -> BaseFunc:
+        """Function ``name`` of ``mod``, held as bytes, decoded (and timed apart)."""
+        before = time.perf_counter()
+        func = target_function(p, mod, name)
+        self.decode_seconds += time.perf_counter() - before
+        self.decoded_bytes += size or 0
+        return func
 
 
 class _Run:
