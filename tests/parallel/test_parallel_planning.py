@@ -834,17 +834,9 @@ def test_workers_already_started_need_not_earn_their_start() -> None:
     assert fresh._worth_moving(*probed)
 
 
-@pytest.mark.parametrize("heavy", [False, True], ids=["saves-little", "saves-much"])
-def test_a_known_chain_starts_the_workers_only_when_its_wave_pays_for_their_start(
-    monkeypatch: pytest.MonkeyPatch, heavy: bool
-) -> None:
-    """'auto' ships a chain it knows when the workers would run it faster; where they are not started yet,
-    only when what the wave saves also pays for their start (a light pass's second run took 2.6x its
-    in-process time while they started), else in-process, counted towards their start."""
+def _started_or_not(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
+    """A backend of 2 usable cores whose workers are started when the returned ``["now"]`` says so."""
     from parpass.parallel import backend as backend_mod
-    from parpass.parallel.config import ParallelConfig
-    from parpass.parallel.cost import CostModel
-    from parpass.parallel.executor import _UNSTARTED_REASON, ParallelExecutor, _Sized
 
     started = {"now": False}
 
@@ -854,6 +846,21 @@ def test_a_known_chain_starts_the_workers_only_when_its_wave_pays_for_their_star
 
     monkeypatch.setattr(backend_mod, "backend_for", lambda scheduler: Backend())
     monkeypatch.setattr(backend_mod, "usable_cores", lambda: 2)
+    return started
+
+
+@pytest.mark.parametrize("heavy", [False, True], ids=["saves-little", "saves-much"])
+def test_a_known_chain_starts_the_workers_only_when_its_wave_pays_for_their_start(
+    monkeypatch: pytest.MonkeyPatch, heavy: bool
+) -> None:
+    """'auto' ships a chain it knows when the workers would run it faster; where they are not started yet,
+    only when what the wave saves also pays for their start (a light pass's second run took 2.6x its
+    in-process time while they started), else in-process, counted towards their start."""
+    from parpass.parallel.config import ParallelConfig
+    from parpass.parallel.cost import CostModel
+    from parpass.parallel.executor import _UNSTARTED_REASON, ParallelExecutor, _Sized
+
+    started = _started_or_not(monkeypatch)
     fresh = ParallelExecutor()
     cost = fresh.costs[""] = CostModel()  # nothing else running: two workers do twice the work
     nbytes, seconds = 5_000_000, (3.0 if heavy else 0.06)
@@ -875,19 +882,11 @@ def test_a_single_pass_that_cannot_pay_for_moving_starts_as_a_probe_reading_noth
     """A known single pass whose rate puts the whole module below what is worth moving, or, with the workers
     not started, below what pays for their start, starts in-process as the probe does: the wave is read
     (~1 us a function) only if its functions show more work than that."""
-    from parpass.parallel import backend as backend_mod
     from parpass.parallel.config import ParallelConfig
     from parpass.parallel.cost import CostModel
     from parpass.parallel.executor import ParallelExecutor
 
-    started = {"now": False}
-
-    class Backend:
-        def started(self, num_workers: int) -> bool:
-            return started["now"]
-
-    monkeypatch.setattr(backend_mod, "backend_for", lambda scheduler: Backend())
-    monkeypatch.setattr(backend_mod, "usable_cores", lambda: 2)
+    started = _started_or_not(monkeypatch)
     fresh = ParallelExecutor()
     cost = fresh.costs[""] = CostModel()
     cfg = ParallelConfig.of(PassContext(config={"parpass.num_workers": 2}))
