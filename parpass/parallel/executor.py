@@ -100,7 +100,7 @@ _PROBE_EVERY = 0.005
 _PROBE_MIN_FUNCTIONS = 8
 #: In-process seconds of work left below which the rest of a wave is not worth moving to workers.
 _SHIP_MIN_SECONDS = 0.02
-#: Why a single pass whose learned rate put the module below _SHIP_MIN_SECONDS ran in-process (see _looks_light).
+#: Why a single pass whose learned rate put the module below what could pay for moving ran here (_looks_light).
 _LIGHT_REASON = "estimated faster in-process (probed: a light pass)"
 #: Why a wave that the workers would run faster ran in-process: they are not started, and it does not earn that.
 _UNSTARTED_REASON = "estimated faster in-process (the workers are not started: this wave does not pay for that)"
@@ -268,10 +268,10 @@ class ParallelExecutor:
         cost = self.cost_of(cfg.scheduler)
         known = auto and cost.knows(names)
         if auto and (not known or self._looks_light(cost, passes, mod, cfg)):
-            # Nothing learned to decide on, or a pass whose rate puts the whole module below what is worth
-            # moving: the wave starts here as an in-process run would, and reads what it would ship only once
-            # it has run long enough for moving to pay (reading it costs ~1 us a function: a light pass ran
-            # 0.8x of in-process when it was read first).
+            # Nothing learned to decide on, or a pass whose rate puts the whole module below what could pay for
+            # moving it (see _may_move): the wave starts here as an in-process run would, and reads what it
+            # would ship only once it has run long enough for moving to pay (reading it costs ~1 us a function:
+            # a light pass ran 0.8x of in-process when it was read first).
             if cfg.strict:
                 self._pack(passes, names, cfg)  # a pass that cannot be pickled fails before anything runs
             return self._probed(passes, mod, ctx, observer, cfg, names, None, light=known)
@@ -427,7 +427,7 @@ class ParallelExecutor:
         pays for their start-up, and move the rest of the chain to them once they are ready and that pays.
 
         ``sized`` is the wave as read (see :meth:`_sized`); None for a chain not known
-        yet, or a ``light`` one (a single pass whose learned rate puts the module below what is worth moving):
+        yet, or a ``light`` one (a single pass whose learned rate puts the module below what could pay for moving):
         it is read at the first check, so that a wave over before it costs what in-process costs.
         This is how a chain the cost model does not know yet (or a pool not started yet) costs at most a
         few checks more than in-process: nothing is decided on a guess. The serial order holds: the first
