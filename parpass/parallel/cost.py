@@ -93,6 +93,11 @@ _RETRY_MARGIN = 2.0
 #: A chain ships on its measured parallel time only if that beats in-process by this factor: a thinner
 #: advantage is within the spread of a wave's time on a busy machine, and in-process cannot lose to itself.
 _WIN_MARGIN = 1.15
+#: A chain measured only in workers whose wave is estimated under this many seconds in-process runs here
+#: once to learn its cost, however wide the advantage its workers' rate shows: that rate, taken on the big
+#: module of another wave (or in a spell when other programs held the cores), had a 20-function module's
+#: light pipeline shipped every time at 0.40x of in-process, never run here to show it.
+_EXPLORE_BELOW = 0.05
 #: Share of a wave's functions a chain is assumed to change, before a parallel wave of it has shown it.
 _CHANGED_DEFAULT = 1.0
 
@@ -383,8 +388,10 @@ class CostModel:
             # (or share this one with a cluster's scheduler), a rough measure does not settle the cost here
             here_roughly = key in self._rough and self.workers_on_this_machine
             explore = key in self._worker and key not in self._inline and not here_roughly
-        if explore and inline < 1.5 * parallel:
-            return self._decodes_here(encoded)  # not by a wide margin: learn the in-process cost once
+        if explore and (inline < 1.5 * parallel or inline < _EXPLORE_BELOW):
+            # not by a wide margin, or a wave so short that one run here costs next to nothing: learn the
+            # in-process cost once
+            return self._decodes_here(encoded)
         measured = measured_time is not None
         margin = _WIN_MARGIN if measured else 1.0
         if margin * parallel + self._left_as_bytes(key, nbytes - encoded) < inline:

@@ -408,6 +408,23 @@ def test_measured_costs_decide() -> None:
     assert not model.should_parallelize(["Unsure"], 100_000, 2, -1.0)
 
 
+def test_a_short_wave_of_a_chain_measured_only_in_workers_runs_here_once_to_learn_its_cost() -> None:
+    """A chain whose rate was taken in workers only (on another module's big wave, or while other programs
+    held the cores) is run here once on a wave short enough that doing so costs next to nothing, however wide
+    the advantage that rate shows: a 20-function module's light pipeline shipped every time at 0.40x of
+    in-process, its in-process cost never learned. A long wave with a wide advantage still ships."""
+    model = CostModel()
+    model.record_workers(["Light"], 0.600, 1_000_000)  # 600 ns a byte: in-process estimated from it
+    model.record_parallel(["Light"], 0.004, 40_000, 2)  # a small wave in workers took 4 ms
+    inline, parallel = model.estimates(["Light"], 40_000, 2, others=0)
+    assert inline > 1.5 * parallel  # the workers' rate says they win widely
+    assert not model.should_parallelize(["Light"], 40_000, 2, -1.0)  # 24 ms here, once, to learn
+    model.record_inline(["Light"], 0.0015, 40_000)  # it took 1.5 ms
+    assert not model.should_parallelize(["Light"], 40_000, 2, -1.0)  # and stays here on what it learned
+    model.record_workers(["Long"], 0.600, 1_000_000)
+    assert model.should_parallelize(["Long"], 1_000_000, 2, -1.0)  # 0.6 s here: not explored
+
+
 @pytest.mark.parametrize("on_this_machine", [True, False])
 def test_a_cluster_s_workers_do_not_stand_for_this_process_a_rough_measure_here_is_completed_once(
     on_this_machine: bool,
