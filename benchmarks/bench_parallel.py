@@ -71,8 +71,8 @@ from benchutil import burning_one_core, machine_headroom, mark, median_ratio, mo
 import parpass
 from parpass.cli.bench_ceiling import Ceiling
 from parpass.ir import IRModule, from_bytes, relax, to_bytes
+from parpass.parallel import WaveStats, get_backend, usable_cores
 from parpass.parallel import default_executor as executor
-from parpass.parallel import get_backend, usable_cores
 from parpass.testing import random_module
 from parpass.transform import Pass, PassContext, Sequential, function_pass
 
@@ -354,6 +354,8 @@ class Figures:
     identical: bool
     overhead_us: float
     mode: str
+    #: what the cost model held of the last chain it shipped warm, as it decided (see :func:`shipped_why`)
+    why: str = ""
 
     @property
     def warm(self) -> float:
@@ -376,6 +378,7 @@ def measure(case: Case, mod: IRModule, path: Path, args: argparse.Namespace) -> 
     overhead = statistics.median(w.parent_seconds / max(w.functions, 1) for w in waves) * 1e6 if waves else 0.0
     auto = [w for w in executor.history if w.reason != "configured in-process"]
     mode = f"{sum(w.parallel for w in auto)} of {len(auto)}" if auto else "?"
+    why = shipped_why(waves[-1], args.workers) if waves else ""
     if args.verbose:
         for w in executor.history[-6:]:
             where = "workers" if w.parallel else f"in-process ({w.reason})"
@@ -383,7 +386,31 @@ def measure(case: Case, mod: IRModule, path: Path, args: argparse.Namespace) -> 
     cold_serial, cold_parallel = cold_runs(case.key, args.workers, path, args.cold_repeat, args.short_cold_repeat)
     digests = {module_digest(serial_out), module_digest(parallel_out)}
     digests.update(r.digest for r in cold_serial + cold_parallel)
-    return Figures(serial, parallel, cold_serial, cold_parallel, len(digests) == 1, overhead, mode)
+    return Figures(serial, parallel, cold_serial, cold_parallel, len(digests) == 1, overhead, mode, why)
+
+
+def _shipped_and_lost(case: Case, f: Figures) -> list[str]:
+    """A line on why ``auto`` shipped a case whose warm figure fell under the floor, if it shipped any wave."""
+    if round(f.warm, 2) >= AUTO_FLOOR or not f.why:
+        return []
+    return [f"\n{case.key_label} warm {f.warm:.2f}x with waves shipped: {f.why}\n"]
+
+
+def shipped_why(wave: WaveStats, workers: int) -> str:
+    """The cost model's view of a shipped wave's chain now: its rates here and in the workers, its estimates and
+    its measured parallel time on the wave's bytes, the round trip and the load it reads (a warm figure under
+    the floor with waves shipped is explained by these: one run shipped (c) every time at 0.40x)."""
+    cost = executor.cost_of("")
+    chain = list(wave.passes)
+    inline, parallel = cost.estimates(chain, wave.nbytes, workers)
+    measured = cost.measured_parallel(chain, wave.nbytes, workers, cost.others())
+    here, there = cost.inline_seconds(chain, 1.0), cost.worker_rate(chain)
+    return (
+        f"{' -> '.join(chain)} on {wave.nbytes} B: rate taken for here {'-' if here is None else f'{here * 1e9:.1f}'} ns/B, "
+        f"in workers {there * 1e9:.1f} ns/B; estimated {inline * 1e3:.2f} ms here, {parallel * 1e3:.2f} ms in "
+        f"workers (measured {'-' if measured is None else f'{measured * 1e3:.2f}'} ms); round trip "
+        f"{cost.overhead * 1e3:.2f} ms; threads running besides {cost.others()}; the wave took {wave.wall * 1e3:.2f} ms"
+    )
 
 
 def _ms(samples: list[float]) -> str:
@@ -464,23 +491,29 @@ def run_all(args: argparse.Namespace, tmp: Path) -> bool:
 
     print("quiet machine (targets: warm as issue 12 sets them, cold >= 0.95x):\n")
     print(QUIET_HEADER)
+    lost: list[str] = []
     for case in CASES:
         f = measure(case, modules[case.module], paths[case.module], args)
         target = target_a if case.target is None else case.target
         print(quiet_row(case, f, target, ceilings[case.key], misses), flush=True)
         ok &= f.identical
         auto += [f.warm, f.cold]
+        lost += _shipped_and_lost(case, f)
+    print("".join(lost), end="")
 
     print(f"\nloaded: a background process burns one core (every auto figure >= {AUTO_FLOOR:.2f}x)")
     with burning_one_core():
         loaded_headroom = machine_headroom(args.workers)
         print(f"machine headroom under the load: {loaded_headroom:.2f}x\n")
         print(LOADED_HEADER)
+        lost = []
         for case in CASES:
             f = measure(case, modules[case.module], paths[case.module], args)
             print(loaded_row(case, f, misses), flush=True)
             ok &= f.identical
             auto += [f.warm, f.cold]
+            lost += _shipped_and_lost(case, f)
+        print("".join(lost), end="")
     end_headroom = machine_headroom(args.workers)
     print(f"\nmachine headroom at the end, quiet again: {end_headroom:.2f}x")
     print(f"targets missed: {len(misses)}" + "".join(f"\n  {m}" for m in misses))
