@@ -405,8 +405,9 @@ def shipped_why(wave: WaveStats, workers: int) -> str:
     inline, parallel = cost.estimates(chain, wave.nbytes, workers)
     measured = cost.measured_parallel(chain, wave.nbytes, workers, cost.others())
     here, there = cost.inline_seconds(chain, 1.0), cost.worker_rate(chain)
+    rate = "-" if here is None else f"{here * 1e9:.1f}"
     return (
-        f"{' -> '.join(chain)} on {wave.nbytes} B: rate taken for here {'-' if here is None else f'{here * 1e9:.1f}'} ns/B, "
+        f"{' -> '.join(chain)} on {wave.nbytes} B: rate taken for here {rate} ns/B, "
         f"in workers {there * 1e9:.1f} ns/B; estimated {inline * 1e3:.2f} ms here, {parallel * 1e3:.2f} ms in "
         f"workers (measured {'-' if measured is None else f'{measured * 1e3:.2f}'} ms); round trip "
         f"{cost.overhead * 1e3:.2f} ms; threads running besides {cost.others()}; the wave took {wave.wall * 1e3:.2f} ms"
