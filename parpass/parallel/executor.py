@@ -306,7 +306,7 @@ class ParallelExecutor:
         if self._pool_started or backend_mod.backend_for(cfg.scheduler).started(cfg.num_workers):
             return None
         # What this wave would save must pay for starting the workers too (a second of CPU that slows this run:
-        # a light pass's second run took 2.6x its in-process time while they started).
+        # a 60 ms pass's second run took 2.6x its in-process time while they started).
         estimates = cost.estimates(names, sized.estimate, cfg.num_workers, sized.encoded, sized.unencoded)
         return None if self._earns_start(*estimates, cfg) else _UNSTARTED_REASON
 

@@ -871,7 +871,7 @@ def test_a_known_chain_starts_the_workers_only_when_its_wave_pays_for_their_star
     monkeypatch: pytest.MonkeyPatch, heavy: bool
 ) -> None:
     """'auto' ships a chain it knows when the workers would run it faster; where they are not started yet,
-    only when what the wave saves also pays for their start (a light pass's second run took 2.6x its
+    only when what the wave saves also pays for their start (a 60 ms pass's second run took 2.6x its
     in-process time while they started), else in-process, counted towards their start."""
     from parpass.parallel.config import ParallelConfig
     from parpass.parallel.cost import CostModel
