@@ -402,15 +402,16 @@ def shipped_why(wave: WaveStats, workers: int) -> str:
     the floor with waves shipped is explained by these: one run shipped (c) every time at 0.40x)."""
     cost = executor.cost_of("")
     chain = list(wave.passes)
-    inline, parallel = cost.estimates(chain, wave.nbytes, workers)
-    measured = cost.measured_parallel(chain, wave.nbytes, workers, cost.others())
+    others = cost.others()  # one sample: the model keeps the last, for its next decision
+    inline, parallel = cost.estimates(chain, wave.nbytes, workers, others=others)
+    measured = cost.measured_parallel(chain, wave.nbytes, workers, others)
     here, there = cost.inline_seconds(chain, 1.0), cost.worker_rate(chain)
     rate = "-" if here is None else f"{here * 1e9:.1f}"
     return (
         f"{' -> '.join(chain)} on {wave.nbytes} B: rate taken for here {rate} ns/B, "
         f"in workers {there * 1e9:.1f} ns/B; estimated {inline * 1e3:.2f} ms here, {parallel * 1e3:.2f} ms in "
         f"workers (measured {'-' if measured is None else f'{measured * 1e3:.2f}'} ms); round trip "
-        f"{cost.overhead * 1e3:.2f} ms; threads running besides {cost.others()}; the wave took {wave.wall * 1e3:.2f} ms"
+        f"{cost.overhead * 1e3:.2f} ms; threads running besides {others}; the wave took {wave.wall * 1e3:.2f} ms"
     )
 
 

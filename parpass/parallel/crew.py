@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from parpass.parallel.protocol import FromWorker, Hello, RunChunk, Stop, ToWorker, decode_from_worker, encode
 from parpass.parallel.store import StoreReader, StoreWriter
-from parpass.parallel.wave import Busy, ProgressSlots, WaveHeader, remove, scratch_path, wave_path, write_wave
+from parpass.parallel.wave import Busy, ProgressSlots, WaveHeader, remove, scratch_path, write_wave
 
 if TYPE_CHECKING:
     from parpass.parallel.backend import PoolLost, Task
@@ -287,7 +287,7 @@ class Crew(StoreKeeper):
     def publish(self, header: WaveHeader, targets: Collection[int] | None = None) -> str:
         """Make a wave reachable by the seats: its name, which :meth:`run` passes on (here, its file: the
         seats map what they read of it, so all of it is there whatever the passes read)."""
-        path = wave_path()
+        path = scratch_path("wave")
         self._waves.add(path)  # before the file exists: closing the crew removes it, whatever comes between
         try:
             write_wave(header, path)

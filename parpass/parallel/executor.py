@@ -303,7 +303,7 @@ class ParallelExecutor:
             names, sized.estimate, cfg.num_workers, cfg.inline_below, sized.encoded, sized.unencoded
         ):
             return "estimated faster in-process"
-        if self._pool_started or backend_mod.backend_for(cfg.scheduler).started(cfg.num_workers):
+        if self._workers_started(cfg):
             return None
         # What this wave would save must pay for starting the workers too (a second of CPU that slows this run:
         # a 60 ms pass's second run took 2.6x its in-process time while they started).
@@ -347,9 +347,7 @@ class ParallelExecutor:
         the workers are started, or it could pay for their start were the workers' time nothing."""
         if seconds < _SHIP_MIN_SECONDS:
             return False
-        if self._pool_started or backend_mod.backend_for(cfg.scheduler).started(cfg.num_workers):
-            return True
-        return self._earns_start(seconds, 0.0, cfg)
+        return self._workers_started(cfg) or self._earns_start(seconds, 0.0, cfg)
 
     def _sized(
         self, passes: Sequence[FunctionLevelPass], mod: IRModule, cpu_start: float, estimate: bool = True
@@ -395,8 +393,10 @@ class ParallelExecutor:
         known = self._visited.get(key) if key is not None else None
         # the same head objects (a wave's results keep the heads they came in with): equal heads that are other
         # objects (a module read again) take longer to compare than their targets take to pick
-        same = known is not None and len(known[0]) == len(heads) and all(map(is_, known[0], heads))
-        indices = known[1] if same and known is not None else _visited(passes, heads, key)
+        if known is not None and len(known[0]) == len(heads) and all(map(is_, known[0], heads)):
+            indices = known[1]
+        else:
+            indices = _visited(passes, heads, key)
         if key is not None:
             if len(self._visited) >= _VISITED_KEPT:
                 self._visited.clear()
@@ -574,9 +574,14 @@ class ParallelExecutor:
             return False  # not worth moving (nor starting workers for)
         # starting workers must not cost more CPU than this run has shown it would save; workers someone
         # already started (a warm-up, another executor) cost nothing more
-        if self._pool_started or backend_mod.backend_for(cfg.scheduler).started(cfg.num_workers):
+        if self._workers_started(cfg):
             return True
         return elapsed >= _START_TRUST and self._earns_start(inline, parallel, cfg)
+
+    def _workers_started(self, cfg: ParallelConfig) -> bool:
+        """Whether the workers need not earn their start: this executor asked for them once, or they are
+        started or starting already (a warm-up, another executor)."""
+        return self._pool_started or backend_mod.backend_for(cfg.scheduler).started(cfg.num_workers)
 
     def _earns_start(self, inline: float, parallel: float, cfg: ParallelConfig) -> bool:
         """Whether starting the workers pays: what moving the rest of this wave saves, plus what the

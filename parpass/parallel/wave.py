@@ -96,13 +96,8 @@ def scratch_path(kind: str) -> str:
     return os.path.join(_scratch_dir(), f"parpass-{kind}-{os.getpid()}-{secrets.token_hex(8)}.bin")
 
 
-def wave_path() -> str:
-    """The path of a new wave file (see :func:`scratch_path`)."""
-    return scratch_path("wave")
-
-
 def write_wave(header: WaveHeader, path: str) -> None:
-    """Write the wave file of ``header`` at ``path`` (see :func:`wave_path`; the caller removes it, also when
+    """Write the wave file of ``header`` at ``path`` (see :func:`scratch_path`; the caller removes it, also when
     this raises)."""
     data = msgspec.msgpack.encode(header)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
