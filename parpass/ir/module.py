@@ -270,6 +270,8 @@ class _FunctionsView(Mapping[GlobalVar, BaseFunc]):
 
 
 def _name_of(key: object) -> str:
+    if type(key) is str:  # the common case first: a name (a pass's loop looks up every function by it)
+        return key
     if isinstance(key, GlobalVar):
         return key.name_hint
     if isinstance(key, str):
@@ -306,18 +308,21 @@ class IRModule:
     # ------------------------------------------------------------ reading
 
     def _slot(self, key: FuncKey) -> _SlotBase:
-        name = _name_of(key)
+        name = key if type(key) is str else _name_of(key)
         slot = self._slots.get(name)
         if slot is None:
             raise not_found("function", name, self._slots, where="in the module")
         return slot
 
     def __getitem__(self, key: FuncKey) -> BaseFunc:
-        slot = self._slot(key)
-        if slot.func is None:
+        slot = self._slots.get(key) if type(key) is str else None
+        if slot is None:
+            slot = self._slot(key)
+        func = slot.func
+        if func is None:
             self._columns = None  # its "decoded" column changes
             return slot.get(_name_of(key))
-        return slot.func
+        return func
 
     def __contains__(self, key: object) -> bool:
         if isinstance(key, GlobalVar):
@@ -739,11 +744,13 @@ class IRModule:
         """Length of function ``key``'s encoded bytes if the module holds them, else None (nothing is encoded)."""
         return self._slot(key).held_size()
 
-    def held(self, key: FuncKey) -> tuple[BaseFunc | None, int | None]:
-        """Function ``key`` if held decoded (else None), and the length of its encoded bytes if held (else
-        None): :meth:`is_decoded` and :meth:`cached_size` in one lookup, for an executor's loop over a wave."""
-        slot = self._slot(key)
-        return slot.func, slot.held_size()
+    def held_function(self, key: FuncKey) -> BaseFunc | None:
+        """Function ``key`` if held decoded, else None (nothing is decoded): for an executor's loop over a wave
+        that times decoding apart."""
+        slot = self._slots.get(key) if type(key) is str else None
+        if slot is None:
+            slot = self._slot(key)
+        return slot.func
 
     def is_decoded(self, key: FuncKey) -> bool:
         """Whether function ``key`` is held decoded (for tests of laziness)."""

@@ -172,14 +172,17 @@ def test_module_round_trip_is_lazy_and_byte_identical() -> None:
     assert back.names() == ["main", "helper"]
     assert dict(back.attrs) == {"target": "llvm", "n": 3}
     assert not back.is_decoded("main") and not back.is_decoded("helper")
-    assert back.held("main") == (None, back.cached_size("main")) and back.cached_size("main")
+    assert back.held_function("main") is None and back.cached_size("main")
     assert to_bytes(back) == data  # re-encoding reuses the held bytes
     assert_structural_equal(back, mod)
     assert back["main"] == mod["main"] and back["helper"] == mod["helper"]
     assert back.is_decoded("main")
-    assert back.held("main") == (back["main"], len(back.encoded_function("main")))
+    assert back.held_function("main") is back["main"]
+    assert back.cached_size("main") == len(back.encoded_function("main"))
     built = IRModule({"main": mod["main"]})
-    assert built.held("main") == (mod["main"], None)  # built here: held decoded only
+    assert built.held_function("main") is mod["main"] and built.cached_size("main") is None  # held decoded only
+    with pytest.raises(KeyError, match="nope"):
+        built.held_function("nope")
     assert to_bytes(back) == data  # and still after decoding
 
 

@@ -7,6 +7,8 @@ holds what. These tests check that each shortcut gives what the long way gives.
 
 from __future__ import annotations
 
+import time
+
 import msgspec
 import pytest
 from hypothesis import given, settings
@@ -436,3 +438,82 @@ def test_a_single_pass_probe_reads_the_wave_only_when_its_rate_leaves_enough_to_
     assert reads == ([] if ship_min else [1])  # read once, at the first check that found enough left
     with parallel_ctx(1):
         assert module_bytes(out) == module_bytes(count_bindings(mod))
+
+
+def _same_functions(count: int) -> IRModule:
+    """``count`` functions of one body (so of one encoded size), held as bytes only."""
+    from parpass.ir.serialization import from_bytes, to_bytes
+
+    one = random_module(num_functions=1, num_prim_funcs=0, size=6, seed=2)
+    body = one[one.names()[0]]
+    back = from_bytes(to_bytes(IRModule({f"f{i}": body for i in range(count)})), validate=False)
+    assert isinstance(back, IRModule)
+    return back
+
+
+@pytest.mark.own_backend
+def test_a_probe_reads_the_clock_less_often_while_its_functions_are_fast_and_after_each_once_one_is_slow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reading the clock (and a size) after every function cost a 4 us pass 3-5% of its time: the probe reads
+    it after 1, 2, 4... functions up to a bound while they prove fast, and after every one again once a block
+    was slow. The pass's results are the serial run's, whatever the blocks."""
+    from parpass.transform.executor import InlineExecutor
+
+    slow = "f40"
+
+    @function_pass(opt_level=0, name="Mark")
+    def mark(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+        return func.with_attr("marked", True)
+
+    mod = _same_functions(100)
+    names = mark.targets(mod)
+    seen_slow: list[str] = []
+    transform = mark.transform_one
+
+    def timed(func: relax.Function, name: str, view: IRModule, ctx: PassContext) -> relax.Function:
+        if name == slow:
+            seen_slow.append(name)
+            time.sleep(2 * executor_mod._CLOCK_EVERY)
+        return transform(func, name, view, ctx)  # type: ignore[return-value]
+
+    monkeypatch.setattr(mark, "transform_one", timed)
+    probe = executor_mod._Probe(names)
+    blocks: list[tuple[str, int]] = []  # where it reads the clock: (the function just run, how many it stands for)
+    count_size = probe._count_size
+    monkeypatch.setattr(probe, "_count_size", lambda m, f, n, *a: blocks.append((f, n)) or count_size(m, f, n, *a))
+    ctx = PassContext()
+    assert probe.run_until(mark, mod, mod.read_only_view("test"), ctx, {}, 7, float("inf")) == 100
+    assert seen_slow == [slow]
+    sizes = [n for _, n in blocks]
+    top = executor_mod._CLOCK_STRIDE_MAX
+    assert sizes[:5] == [1, 2, 4, 8, 16][: len(sizes[:5])] and max(sizes) == top
+    assert sum(sizes) == 100 and [name for name, _ in blocks][-1] == "f99"
+    after = next(i for i, (name, _) in enumerate(blocks) if int(name[1:]) >= 40)  # the block the slow one ended
+    assert sizes[after + 1] == 1  # read after the very next function again
+    assert probe.count == 100 and list(probe.ran) == names
+    expected = InlineExecutor().run([mark], mod, ctx)
+    assert list(probe.changed) == names
+    assert all(probe.changed[name] == expected[name] for name in names)
+
+
+@pytest.mark.own_backend
+def test_a_probe_s_sampled_sizes_are_the_held_sizes_where_all_are_equal_and_the_guess_where_none_is_known() -> None:
+    from ptest_passes import count_bindings
+
+    mod = _same_functions(50)
+    size = mod.cached_size("f0")
+    assert size and all(mod.cached_size(name) == size for name in mod.names())
+    names = count_bindings.targets(mod)
+    probe = executor_mod._Probe(names)
+    ctx = PassContext()
+    assert probe.run_until(count_bindings, mod, mod.read_only_view("test"), ctx, {}, 7, float("inf")) == 50
+    assert probe.done_bytes == 50 * size and probe.guessed == 0
+    assert probe.decoded_bytes == 50 * size and probe.decode_seconds > 0  # held as bytes: decoded, timed apart
+    decoded = IRModule({name: mod[name] for name in mod.names()})  # held decoded only: no size held
+    again = executor_mod._Probe(names)
+    assert again.run_until(count_bindings, decoded, decoded.read_only_view("test"), ctx, {"f0": 3}, 7, 0.0) == 1
+    assert again.done_bytes == 3 and again.guessed == 0  # the size last seen
+    assert again.run_until(count_bindings, decoded, decoded.read_only_view("test"), ctx, {"f0": 3}, 7, 0.0) == 2
+    assert again.done_bytes == 3 + 7 and again.guessed == 7  # never seen: the fallback, counted as guessed
+    assert again.decoded_bytes == 0 and list(again.ran) == ["f0", "f1"]

@@ -975,7 +975,7 @@ def test_a_probed_wave_s_worker_rate_counts_only_what_the_workers_ran() -> None:
     quarter: its workers' seconds over the whole wave's bytes made the pass look four times as fast there."""
     from parpass.parallel.executor import _Probe, _worker_bytes
 
-    probe = _Probe()
+    probe = _Probe([])
     probe.done_bytes = 750.0
     assert _worker_bytes(1000, None, 1) == 1000
     assert _worker_bytes(1000, probe, 1) == 250
