@@ -7,7 +7,7 @@ holds what. These tests check that each shortcut gives what the long way gives.
 
 from __future__ import annotations
 
-import time
+from types import SimpleNamespace
 
 import msgspec
 import pytest
@@ -468,15 +468,14 @@ def test_a_probe_reads_the_clock_less_often_while_its_functions_are_fast_and_aft
 
     mod = _same_functions(100)
     names = mark.targets(mod)
-    seen_slow: list[str] = []
     transform = mark.transform_one
+    clock = [0.0]  # the probe's clock: 1 us a function, the slow one 2 * _CLOCK_EVERY
 
     def timed(func: relax.Function, name: str, view: IRModule, ctx: PassContext) -> relax.Function:
-        if name == slow:
-            seen_slow.append(name)
-            time.sleep(2 * executor_mod._CLOCK_EVERY)
+        clock[0] += 2 * executor_mod._CLOCK_EVERY if name == slow else 1e-6
         return transform(func, name, view, ctx)  # type: ignore[return-value]
 
+    monkeypatch.setattr(executor_mod, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
     monkeypatch.setattr(mark, "transform_one", timed)
     probe = executor_mod._Probe(names)
     blocks: list[tuple[str, int]] = []  # where it reads the clock: (the function just run, how many it stands for)
@@ -484,17 +483,19 @@ def test_a_probe_reads_the_clock_less_often_while_its_functions_are_fast_and_aft
     monkeypatch.setattr(probe, "_count_size", lambda m, f, n, *a: blocks.append((f, n)) or count_size(m, f, n, *a))
     ctx = PassContext()
     assert probe.run_until(mark, mod, mod.read_only_view("test"), ctx, {}, 7, float("inf")) == 100
-    assert seen_slow == [slow]
-    sizes = [n for _, n in blocks]
-    top = executor_mod._CLOCK_STRIDE_MAX
-    assert sizes[:5] == [1, 2, 4, 8, 16][: len(sizes[:5])] and max(sizes) == top
-    assert sum(sizes) == 100 and [name for name, _ in blocks][-1] == "f99"
-    after = next(i for i, (name, _) in enumerate(blocks) if int(name[1:]) >= 40)  # the block the slow one ended
-    assert sizes[after + 1] == 1  # read after the very next function again
+    assert executor_mod._CLOCK_STRIDE_MAX == 16
+    # f31-f46 holds the slow f40: read after f47 again, then 2, 4... apart
+    assert [n for _, n in blocks] == [1, 2, 4, 8, 16, 16, 1, 2, 4, 8, 16, 16, 6]
+    assert [name for name, _ in blocks][5:7] == ["f46", "f47"]
     assert probe.count == 100 and list(probe.ran) == names
     expected = InlineExecutor().run([mark], mod, ctx)
     assert list(probe.changed) == names
     assert all(probe.changed[name] == expected[name] for name in names)
+    clock[0] = 0.0
+    again = executor_mod._Probe(names)
+    assert again.run_until(mark, mod, mod.read_only_view("test"), ctx, {}, 7, 10e-6) == 15  # the block 8-15 passed it
+    assert again.run_until(mark, mod, mod.read_only_view("test"), ctx, {}, 7, float("inf")) == 100
+    assert list(again.ran) == names and list(again.changed) == names
 
 
 @pytest.mark.own_backend
