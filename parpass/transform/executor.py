@@ -130,17 +130,11 @@ class InlineExecutor:
     ) -> IRModule:
         current = mod
         for stage, p in enumerate(passes):
-            view = current.read_only_view(view_reason(p.info.name))
-            updates: list[tuple[str, BaseFunc]] = []
             if observer is not None:
                 observer.before_stage(stage)
             wall, cpu = time.perf_counter(), time.process_time()
             try:
-                for name in p.targets(current):
-                    func = target_function(p, current, name)
-                    new = p.transform_one(func, name, view, ctx)
-                    if new is not func:
-                        updates.append((name, new))
+                updates = _changes(p, current, ctx)
             except BaseException as err:
                 if observer is not None:
                     observer.stage_failed(stage, err)
@@ -157,6 +151,20 @@ class InlineExecutor:
 
     def __repr__(self) -> str:
         return "InlineExecutor()"
+
+
+def _changes(p: FunctionLevelPass, mod: IRModule, ctx: PassContext) -> list[tuple[str, BaseFunc]]:
+    """Pass ``p`` run on every target of ``mod`` in module order: the functions it changed, with their results."""
+    view = mod.read_only_view(view_reason(p.info.name))
+    updates: list[tuple[str, BaseFunc]] = []
+    for name in p.targets(mod):
+        func = mod.held_function(name)
+        if func is None:  # held as bytes: decoded now (an error of this pass if they do not decode)
+            func = target_function(p, mod, name)
+        new = p.transform_one(func, name, view, ctx)
+        if new is not func:
+            updates.append((name, new))
+    return updates
 
 
 def target_function(p: FunctionLevelPass, mod: IRModule, name: str) -> BaseFunc:
