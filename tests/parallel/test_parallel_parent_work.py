@@ -493,7 +493,7 @@ def test_a_probe_reads_the_clock_less_often_while_its_functions_are_fast_and_aft
     assert all(probe.changed[name] == expected[name] for name in names)
     clock[0] = 0.0
     again = executor_mod._Probe(names)
-    assert again.run_until(mark, mod, mod.read_only_view("test"), ctx, {}, 7, 10e-6) == 15  # the block 8-15 passed it
+    assert again.run_until(mark, mod, mod.read_only_view("test"), ctx, {}, 7, 10e-6) == 15  # the block f7-f14 passed it
     assert again.run_until(mark, mod, mod.read_only_view("test"), ctx, {}, 7, float("inf")) == 100
     assert list(again.ran) == names and list(again.changed) == names
 
