@@ -354,8 +354,8 @@ class Figures:
     identical: bool
     overhead_us: float
     mode: str
-    #: what the cost model held of the last chain it shipped warm, as it decided (see :func:`shipped_why`)
-    why: str = ""
+    #: the last wave the warm runs shipped, if any (see :func:`shipped_why`)
+    shipped: WaveStats | None = None
 
     @property
     def warm(self) -> float:
@@ -378,7 +378,6 @@ def measure(case: Case, mod: IRModule, path: Path, args: argparse.Namespace) -> 
     overhead = statistics.median(w.parent_seconds / max(w.functions, 1) for w in waves) * 1e6 if waves else 0.0
     auto = [w for w in executor.history if w.reason != "configured in-process"]
     mode = f"{sum(w.parallel for w in auto)} of {len(auto)}" if auto else "?"
-    why = shipped_why(waves[-1], args.workers) if waves else ""
     if args.verbose:
         for w in executor.history[-6:]:
             where = "workers" if w.parallel else f"in-process ({w.reason})"
@@ -386,14 +385,17 @@ def measure(case: Case, mod: IRModule, path: Path, args: argparse.Namespace) -> 
     cold_serial, cold_parallel = cold_runs(case.key, args.workers, path, args.cold_repeat, args.short_cold_repeat)
     digests = {module_digest(serial_out), module_digest(parallel_out)}
     digests.update(r.digest for r in cold_serial + cold_parallel)
-    return Figures(serial, parallel, cold_serial, cold_parallel, len(digests) == 1, overhead, mode, why)
+    shipped = waves[-1] if waves else None
+    return Figures(serial, parallel, cold_serial, cold_parallel, len(digests) == 1, overhead, mode, shipped)
 
 
-def _shipped_and_lost(case: Case, f: Figures) -> list[str]:
-    """A line on why ``auto`` shipped a case whose warm figure fell under the floor, if it shipped any wave."""
-    if round(f.warm, 2) >= AUTO_FLOOR or not f.why:
+def _shipped_and_lost(case: Case, f: Figures, workers: int) -> list[str]:
+    """A line on why ``auto`` shipped a case whose warm figure fell under the floor, if it shipped any wave
+    (the cost model is read only then: reading it samples the load, which the model keeps for its next
+    decision)."""
+    if round(f.warm, 2) >= AUTO_FLOOR or f.shipped is None:
         return []
-    return [f"\n{case.key_label} warm {f.warm:.2f}x with waves shipped: {f.why}\n"]
+    return [f"\n{case.key_label} warm {f.warm:.2f}x with waves shipped: {shipped_why(f.shipped, workers)}\n"]
 
 
 def shipped_why(wave: WaveStats, workers: int) -> str:
@@ -500,7 +502,7 @@ def run_all(args: argparse.Namespace, tmp: Path) -> bool:
         print(quiet_row(case, f, target, ceilings[case.key], misses), flush=True)
         ok &= f.identical
         auto += [f.warm, f.cold]
-        lost += _shipped_and_lost(case, f)
+        lost += _shipped_and_lost(case, f, args.workers)
     print("".join(lost), end="")
 
     print(f"\nloaded: a background process burns one core (every auto figure >= {AUTO_FLOOR:.2f}x)")
@@ -514,7 +516,7 @@ def run_all(args: argparse.Namespace, tmp: Path) -> bool:
             print(loaded_row(case, f, misses), flush=True)
             ok &= f.identical
             auto += [f.warm, f.cold]
-            lost += _shipped_and_lost(case, f)
+            lost += _shipped_and_lost(case, f, args.workers)
         print("".join(lost), end="")
     end_headroom = machine_headroom(args.workers)
     print(f"\nmachine headroom at the end, quiet again: {end_headroom:.2f}x")

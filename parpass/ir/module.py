@@ -308,16 +308,16 @@ class IRModule:
     # ------------------------------------------------------------ reading
 
     def _slot(self, key: FuncKey) -> _SlotBase:
-        name = key if type(key) is str else _name_of(key)
-        slot = self._slots.get(name)
+        slot = self._slots.get(key) if type(key) is str else None  # a name, the common case: one dict lookup
         if slot is None:
-            raise not_found("function", name, self._slots, where="in the module")
+            name = _name_of(key)
+            slot = self._slots.get(name)
+            if slot is None:
+                raise not_found("function", name, self._slots, where="in the module")
         return slot
 
     def __getitem__(self, key: FuncKey) -> BaseFunc:
-        slot = self._slots.get(key) if type(key) is str else None
-        if slot is None:
-            slot = self._slot(key)
+        slot = self._slot(key)
         func = slot.func
         if func is None:
             self._columns = None  # its "decoded" column changes
@@ -747,10 +747,7 @@ class IRModule:
     def held_function(self, key: FuncKey) -> BaseFunc | None:
         """Function ``key`` if held decoded, else None (nothing is decoded): for an executor's loop over a wave
         that times decoding apart."""
-        slot = self._slots.get(key) if type(key) is str else None
-        if slot is None:
-            slot = self._slot(key)
-        return slot.func
+        return self._slot(key).func
 
     def is_decoded(self, key: FuncKey) -> bool:
         """Whether function ``key`` is held decoded (for tests of laziness)."""

@@ -191,11 +191,10 @@ class Crew(StoreKeeper):
         self.closed = False
         self._conns: list[Connection | None] = [None] * size
         self.pids = [0] * size
-        self._by_conn: dict[Connection, int] = {}
         #: every seat's connection registered once: multiprocessing's wait() builds a selector each call (8.5 us
         #: against 1.2, ~17 calls a wave)
         self._poller = select.poll()
-        self._by_fd: dict[int, Connection] = {}
+        self._seat_of_fd: dict[int, int] = {}
         self._waves: set[str] = set()  # the wave files published and not withdrawn yet
         authkey = os.urandom(32)
         self._address = _address()
@@ -203,7 +202,7 @@ class Crew(StoreKeeper):
         self._progress_path = scratch_path("progress")  # named before it is made: closing removes it
         self.tasks: list[Task] = []
         try:
-            self.progress = ProgressSlots.create(size, self._progress_path)
+            self.progress = ProgressSlots(self._progress_path, size, create=True)
             for seat in range(size):
                 self.tasks.append(
                     submit(
@@ -248,8 +247,7 @@ class Crew(StoreKeeper):
             assert isinstance(hello, Hello)
             self._conns[hello.seat] = conn
             self.pids[hello.seat] = hello.pid
-            self._by_conn[conn] = hello.seat
-            self._by_fd[conn.fileno()] = conn
+            self._seat_of_fd[conn.fileno()] = hello.seat
             self._poller.register(conn, select.POLLIN)
             self.owners.update(zip(hello.holds, repeat(hello.seat)))  # what an earlier crew left the worker
         self._listener.close()
@@ -276,10 +274,11 @@ class Crew(StoreKeeper):
 
     def receive(self, timeout: float) -> list[tuple[int, FromWorker]]:
         """The answers that arrive within ``timeout`` seconds, as (seat, message); raises :class:`CrewLost`."""
-        ready = [self._by_fd[fd] for fd, _ in self._poller.poll(max(timeout, 0.0) * 1000)]
         out: list[tuple[int, FromWorker]] = []
-        for conn in ready:
-            seat = self._by_conn[conn]
+        for fd, _ in self._poller.poll(max(timeout, 0.0) * 1000):
+            seat = self._seat_of_fd[fd]
+            conn = self._conns[seat]
+            assert conn is not None, "a seat that answers is connected"
             try:
                 data = conn.recv_bytes()
             except (EOFError, OSError) as err:

@@ -156,12 +156,6 @@ class ProgressSlots:
         with open(path, "r+b") as handle:
             self._map = mmap.mmap(handle.fileno(), size)
 
-    @classmethod
-    def create(cls, count: int, path: str) -> ProgressSlots:
-        """The slots of ``count`` chunks in a new file at ``path`` (see :func:`scratch_path`; the caller removes
-        it, also when this raises)."""
-        return cls(path, count, create=True)
-
     def start(self, slot: int, index: int) -> None:
         _SLOT.pack_into(self._map, slot * _SLOT.size, index + 1, time.monotonic(), self._pid)
 
