@@ -11,10 +11,17 @@ pass returned, with :func:`parpass.ir.well_formed.well_formed`; any problem rais
 ill-formed before it or became so after it, and every problem found.
 
 Checking every function twice per pass would cost a whole-module walk each time,
-so the instrument remembers which functions it found well-formed. Functions are
-immutable: the same function object, calling the same callee objects, has the
-same problems. Only functions a pass changed (or whose callees it changed) are
-checked again, which keeps a long pipeline on a 2,000-function module cheap.
+so the instrument remembers what it found per function: a function's problems
+depend only on the function and on the functions it calls, so only functions a
+pass changed (or whose callees it changed) are checked again, which keeps a long
+pipeline on a 2,000-function module cheap. A function is known again by the content
+digest of its bytes (a module an executor's workers produced holds them), or as the
+same object: nothing is decoded to be recognised.
+
+The functions to check go to the pass executor as a
+:class:`~parpass.transform.analysis.FunctionAnalysis`: with worker processes they are
+checked there, on every core, in the processes that hold them decoded, as a
+function-level pass would run; the problems and their order are those of a serial check.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ from typing import TYPE_CHECKING
 
 from parpass.errors import IRError
 from parpass.instrument.base import PassInstrument
-from parpass.ir.well_formed import format_problems, function_problems
+from parpass.ir.digest import digest_of
+from parpass.ir.well_formed import format_problems
 
 if TYPE_CHECKING:
     from parpass.ir.module import IRModule
@@ -33,14 +41,21 @@ if TYPE_CHECKING:
 __all__ = ["WellFormedInstrument"]
 
 
+#: What a function is known by: the digest of its bytes and the function object, where the module has them
+#: (at least one; equal digests or the same object mean the same function).
+_Version = tuple["bytes | None", "BaseFunc | None"]
+
+
 class _Entry:
-    """The cached result of checking one function object."""
+    """The cached result of checking one function."""
 
-    __slots__ = ("callees", "func", "problems")
+    __slots__ = ("callees", "problems", "version")
 
-    def __init__(self, func: BaseFunc, callees: tuple[tuple[str, BaseFunc | None], ...], problems: list[str]) -> None:
-        self.func = func  # kept alive, so identity comparisons stay valid
-        self.callees = callees
+    def __init__(
+        self, version: _Version, callees: tuple[tuple[str, _Version | None], ...], problems: list[str]
+    ) -> None:
+        self.version = version  # the object, if any, is kept alive so that an identity comparison stays valid
+        self.callees = callees  # None: the module had no such function
         self.problems = problems
 
 
@@ -133,22 +148,25 @@ class WellFormedInstrument(PassInstrument):
 
     def problems(self, mod: IRModule) -> list[str]:
         """The well-formedness problems of ``mod``, reusing results for unchanged functions."""
-        out: list[str] = []
+        names = mod.names()
+        versions = _versions(mod, names)
         cache = self._cache
-        live: set[str] = set()
-        for gv, func in mod.items():
-            name = gv.name_hint
-            live.add(name)
-            entry = cache.get(name)
-            if entry is None or entry.func is not func or not _callees_unchanged(mod, entry):
-                found, callees = function_problems(func, name, mod, check_types=self.check_ty)
-                self.functions_checked += 1
-                snapshot = tuple((c, _function_or_none(mod, c)) for c in callees)
-                entry = _Entry(func, snapshot, found)
-                cache[name] = entry
-            out.extend(entry.problems)
-        for name in [n for n in cache if n not in live]:
-            del cache[name]
+        stale = [name for name in names if not _still_valid(cache.get(name), versions[name], versions)]
+        if stale:
+            # loaded on first use: the transform package, which the check runs through, imports this one
+            from parpass.instrument.well_formed_check import WellFormedCheck
+
+            checked = WellFormedCheck(self.check_ty, stale).run(mod)
+            self.functions_checked += len(checked)
+            for name, found in checked.items():
+                callees = tuple((callee, versions.get(callee)) for callee in found.callees)
+                cache[name] = _Entry(versions[name], callees, found.problems)
+        out: list[str] = []
+        for name in names:
+            out.extend(cache[name].problems)
+        if len(cache) > len(names):
+            for name in [n for n in cache if n not in versions]:
+                del cache[name]
         return out
 
     def _check(self, mod: IRModule, when: str) -> None:
@@ -157,17 +175,31 @@ class WellFormedInstrument(PassInstrument):
             raise IRError(format_problems(found, header=f"ill-formed IR {when}"))
 
 
-def _function_or_none(mod: IRModule, name: str) -> BaseFunc | None:
-    if name not in mod:  # IRModule has no .get: a missing name raises a KeyError naming the closest
-        return None
-    return mod[name]
+def _versions(mod: IRModule, names: list[str]) -> dict[str, _Version]:
+    """What each function of ``mod`` is known by (see :data:`_Version`); the digest of bytes held without one
+    is computed here and recorded in ``mod`` (a cache, as an executor records it)."""
+    versions = {name: (mod.digest(name), mod.held_function(name)) for name in names}
+    unknown = [name for name, (digest, func) in versions.items() if digest is None and func is None]
+    if unknown:
+        digests = [digest_of(mod.encoded_buffer(name)) for name in unknown]
+        mod.record_digests(unknown, digests)
+        versions.update((name, (digest, None)) for name, digest in zip(unknown, digests, strict=True))
+    return versions
 
 
-def _callees_unchanged(mod: IRModule, entry: _Entry) -> bool:
-    for name, func in entry.callees:
-        if func is None:
-            if name in mod:
-                return False
-        elif name not in mod or mod[name] is not func:
+def _same(cached: _Version, now: _Version) -> bool:
+    digest, func = cached
+    return (digest is not None and digest == now[0]) or (func is not None and func is now[1])
+
+
+def _still_valid(entry: _Entry | None, version: _Version, versions: dict[str, _Version]) -> bool:
+    """Whether ``entry`` holds the problems of the function now known by ``version`` in the module ``versions``
+    describes: the same function, calling the same functions. A callee the module lacked makes a message
+    that names the module's functions (the closest ones), so such an entry is never reused."""
+    if entry is None or not _same(entry.version, version):
+        return False
+    for name, then in entry.callees:
+        now = versions.get(name)
+        if then is None or now is None or not _same(then, now):
             return False
     return True

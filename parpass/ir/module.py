@@ -682,6 +682,11 @@ class IRModule:
         self._slot(key).location = location
         self._columns = None
 
+    def digest(self, key: FuncKey) -> bytes | None:
+        """The content digest recorded for function ``key``'s encoded bytes (see :meth:`record_digest`), or None."""
+        digest: bytes | None = self._slot(key).digest
+        return digest
+
     def record_digest(self, key: FuncKey, digest: bytes) -> None:
         """Record ``digest`` as the content digest of function ``key``'s encoded bytes (a cache, like the bytes;
         an executor that keeps functions decoded elsewhere finds them by it again)."""

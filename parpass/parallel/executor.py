@@ -59,6 +59,7 @@ from parpass.parallel.schedule import CHUNK_SHARE, CLUSTER_CHUNK_SHARE, Dispatch
 from parpass.parallel.store import Location, location_store, pack_locations, unpack_locations
 from parpass.parallel.wave import WaveHeader, scratch_dir
 from parpass.parallel.worker import pack_passes
+from parpass.transform.analysis import FunctionAnalysis
 from parpass.transform.context import PassContext
 from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming, target_function, view_reason
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note, visited_positions
@@ -405,6 +406,10 @@ class ParallelExecutor:
             if len(self._visited) >= _VISITED_KEPT:
                 self._visited.clear()
             self._visited[key] = (heads, indices)  # these heads: the next wave's are these very objects
+        named = _named_targets(passes)
+        if named is not None:
+            names = columns.names
+            indices = [i for i in indices if names[i] in named]
         return _Table(columns, indices, time.perf_counter() - t0, cpu_start)
 
     def _targets_hold(self, heads: list[_Head], out: IRModule) -> None:
@@ -744,6 +749,7 @@ class ParallelExecutor:
                 out = self._merge(run, mod, shipped.heads, probe, wave)
             if probe is None and all(r.heads_keep_targets for r in results):
                 self._targets_hold(shipped.heads, out)
+            _hand_values(results, passes, all_names)
             self._replay_and_raise(results, passes, all_names, mod, ctx, cfg, observer)
             if probe is None:  # a whole wave in workers: what it took, load included, decides the next
                 taken = time.perf_counter() - start + shipped.seconds - shipped.encode_seconds - starting
@@ -1532,6 +1538,15 @@ def _prune_owners(crew: CrewLike, run: _Run, digests: list[bytes | None]) -> Non
         crew.owners = {digest: held for digest in kept if digest is not None and (held := holder(digest)) is not None}
 
 
+def _hand_values(results: Sequence[ChunkDone], passes: Sequence[FunctionLevelPass], names: list[str]) -> None:
+    """Give each analysis of the chain (see FunctionAnalysis) the values the workers computed for it."""
+    for answer in results:
+        for stage, index, data in zip(answer.value_stage, answer.value_at, answer.values, strict=True):
+            analysis = passes[stage]
+            assert isinstance(analysis, FunctionAnalysis), "only an analysis sends values"
+            analysis.values[names[index]] = data
+
+
 def _record_digests(out: IRModule, run: _Run, names: list[str], known: list[bytes | None], probed: bool) -> None:
     """Record in ``out`` the digests the workers computed of unchanged functions the wave did not know."""
     lacking: list[int] = []
@@ -1640,6 +1655,18 @@ def _visited(
         visit = visits[0]
         return [i for i, (kind, attrs) in enumerate(heads) if visit(kind, attrs)]
     return [i for i, (kind, attrs) in enumerate(heads) if any(visit(kind, attrs) for visit in visits)]
+
+
+def _named_targets(passes: Sequence[FunctionLevelPass]) -> frozenset[str] | None:
+    """The only functions any pass of the chain may visit, by name (see FunctionLevelPass.target_names);
+    None where a pass names none (it may visit every function)."""
+    named: frozenset[str] = frozenset()
+    for p in passes:
+        only = p.target_names()
+        if only is None:
+            return None
+        named |= only
+    return named
 
 
 def _visit_key(passes: Sequence[FunctionLevelPass]) -> tuple[type[BaseFunc], ...] | None:

@@ -108,6 +108,11 @@ class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     #: parent learns it, so that a module run again is known by it (and a worker holding it is sent less)
     learned: list[int] = []
     learned_digests: list[bytes] = []
+    #: what the chain's analyses computed (see :class:`~parpass.transform.analysis.FunctionAnalysis`), as
+    #: parallel arrays: each value's stage, its function (module order index) and its msgpack bytes
+    value_stage: list[int] = []
+    value_at: list[int] = []
+    values: list[bytes] = []
 
 
 class WorkerFailure(msgspec.Struct, tag="failure", array_like=True):

@@ -38,6 +38,7 @@ import msgspec
 
 from parpass.errors import IRFormatError
 from parpass.instrument.base import PassInstrument
+from parpass.ir.digest import digest_of
 from parpass.ir.module import IRModule
 from parpass.ir.node import SKIP_OPTIMIZATION, BaseFunc
 from parpass.ir.peek import peek_function
@@ -58,9 +59,10 @@ from parpass.parallel.protocol import (
     decode_to_worker,
     encode,
 )
-from parpass.parallel.resident import ResidentCache, digest_of
+from parpass.parallel.resident import ResidentCache
 from parpass.parallel.store import StoreReader, StoreWriter
 from parpass.parallel.wave import ProgressSlots, WaveFile, WaveHeader
+from parpass.transform.analysis import FunctionAnalysis
 from parpass.transform.context import PassContext, inside_pass
 from parpass.transform.executor import view_reason
 from parpass.transform.pass_info import PassInfo
@@ -532,6 +534,7 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: Progress, slot: int
             failed = [False] * len(indices)  # a pass raised on it: it goes no further
             changed_by = [0] * len(indices)  # the last stage that returned a new function
             first = [1 if index in wave.probes else 0 for index in indices]  # the stage each function starts at
+            _drop_values(wave.passes)
             for stage, p in enumerate(wave.passes):
                 view = views[stage]
                 stage_start, stage_cpu, stage_waited = time.perf_counter(), time.process_time(), run_delay()
@@ -557,6 +560,7 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: Progress, slot: int
                             recorder.sink = None
                         if sink:
                             out.emissions.append(StageEmissions(stage, index, sink))
+                    _send_values(wave, stage, p, out)
                 if counts is not None:
                     out.stage_counts.append([(p_name, name, n) for (p_name, name), n in sorted(counts.items())])
                 out.stage_wall.append(time.perf_counter() - stage_start)
@@ -627,6 +631,22 @@ def _results(
         blobs.append(data)
     if blobs:
         out.store, out.offsets = store.append(os.path.dirname(wave.file.path), header.store_limit, blobs)
+
+
+def _drop_values(passes: Sequence[FunctionLevelPass]) -> None:
+    """Forget what the chain's analyses hold of a chunk that failed before this one."""
+    for p in passes:
+        if isinstance(p, FunctionAnalysis):
+            p.take_values()
+
+
+def _send_values(wave: _Wave, stage: int, p: FunctionLevelPass, out: ChunkDone) -> None:
+    """If ``p`` (stage ``stage``) is an analysis, put the values it computed in this chunk into ``out``."""
+    if isinstance(p, FunctionAnalysis):
+        for name, data in p.take_values().items():
+            out.value_stage.append(stage)
+            out.value_at.append(wave.index[name])
+            out.values.append(data)
 
 
 def _note_head(out: ChunkDone, distinct: dict[tuple[bool, bytes], int], func: BaseFunc) -> None:

@@ -5,6 +5,7 @@ This layer holds the serial semantics; how the functions of a function-level
 pass are run is behind :mod:`parpass.transform.executor`.
 """
 
+from parpass.transform.analysis import FunctionAnalysis
 from parpass.transform.config import (
     ConfigOption,
     ConfigValueRangeError,
@@ -44,6 +45,7 @@ from parpass.transform.statistics import PassStatistics, Statistic
 __all__ = [
     "ConfigOption",
     "ConfigValueRangeError",
+    "FunctionAnalysis",
     "FunctionLevelPass",
     "FunctionPass",
     "FunctionPassExecutor",

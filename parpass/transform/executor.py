@@ -30,6 +30,11 @@ and its instruments (``should_run``, ``run_before_pass``, ``run_after_pass``,
 reproduce those callbacks in module order. Workers can rebuild the context
 with ``PassContext.from_snapshot(ctx.snapshot(), instruments=...)``.
 
+A pass of the chain may be a :class:`~parpass.transform.analysis.FunctionAnalysis`
+(it changes nothing and computes a value per function): an executor that runs
+``transform_one`` elsewhere hands each value it computed back to the caller's
+analysis object (its ``values``, by function name), as the parallel executor does.
+
 A chain may also come with a :class:`ChainObserver` (a Sequential fusing
 passes under instruments that do not read modules, say): the executor then
 calls ``observer.before_stage(i)`` before anything pass ``i`` emits is seen

@@ -298,12 +298,20 @@ class FunctionLevelPass(Pass):
         return f"{cls._kind.lower()} pass"
 
     def targets(self, mod: IRModule) -> list[str]:
-        """Names of the functions this pass visits: of :attr:`func_kind`, not ``SkipOptimization``, in module order."""
+        """Names of the functions this pass visits: of :attr:`func_kind`, not ``SkipOptimization`` (see
+        :meth:`visits`), among :meth:`target_names` if it names some, in module order."""
         names, heads = mod.head_columns()  # reads no function body
         if type(self).visits is FunctionLevelPass.visits:  # the default rule: the class test once per class
-            return [names[i] for i in visited_positions(self.func_kind, heads)]
-        visits = self.visits
-        return [name for name, (kind, attrs) in zip(names, heads, strict=True) if visits(kind, attrs)]
+            targets = [names[i] for i in visited_positions(self.func_kind, heads)]
+        else:
+            visits = self.visits
+            targets = [name for name, (kind, attrs) in zip(names, heads, strict=True) if visits(kind, attrs)]
+        only = self.target_names()
+        return targets if only is None else [name for name in targets if name in only]
+
+    def target_names(self) -> frozenset[str] | None:
+        """The only functions this pass may visit, by name (None: every function :meth:`visits` picks)."""
+        return None
 
     def visits(self, func_kind: type[BaseFunc], attrs: Mapping[str, Any]) -> bool:
         """Whether this pass visits a function of class ``func_kind`` with ``attrs`` (the rule of :meth:`targets`)."""

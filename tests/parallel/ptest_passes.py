@@ -14,13 +14,15 @@ import time
 import uuid
 import warnings
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import msgspec
 
 from parpass.ir import IRModule, relax
-from parpass.ir.node import GlobalVar
+from parpass.ir.node import BaseFunc, GlobalVar
+from parpass.ir.types import TensorType
 from parpass.transform import FunctionTransform, PassContext, Statistic, function_pass, module_pass, prim_func_pass
+from parpass.transform.analysis import FunctionAnalysis
 
 log = logging.getLogger("ptest")
 
@@ -309,3 +311,60 @@ class LeavesCycles(FunctionTransform):
     def transform_function(self, func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
         _Marks(self.directory, uuid.uuid4().hex)
         return func
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# analyses (read-only, a value per function)
+
+
+class Shape(msgspec.Struct, frozen=True, array_like=True):
+    """What :class:`MeasureFunctions` finds of a function."""
+
+    kind: str
+    size: int
+    callees: list[str]
+
+
+class MeasureFunctions(FunctionAnalysis):
+    """Each function's kind, number of bindings (or loop-nest statements) and the module functions it calls."""
+
+    value_type = Shape
+
+    def analyze(self, func: BaseFunc, name: str, mod: IRModule, ctx: PassContext) -> Shape:
+        if isinstance(func, relax.Function):
+            return Shape("Function", len(func.bindings), sorted(set(_callees(func))))
+        return Shape(type(func).__name__, len(repr(func)), [])
+
+
+class MeasureOrFail(MeasureFunctions):
+    """Fails on functions with exactly 3 or 5 bindings (as fails_on_some does)."""
+
+    def analyze(self, func: BaseFunc, name: str, mod: IRModule, ctx: PassContext) -> Shape:
+        if isinstance(func, relax.Function) and len(func.bindings) in (3, 5):
+            raise Boom(f"cannot measure {len(func.bindings)} bindings")
+        return super().analyze(func, name, mod, ctx)
+
+
+class ReturnsAnObject(FunctionAnalysis):
+    """Returns what msgpack cannot carry for functions with exactly 3 bindings."""
+
+    def analyze(self, func: BaseFunc, name: str, mod: IRModule, ctx: PassContext) -> object:
+        return threading.Lock() if isinstance(func, relax.Function) and len(func.bindings) == 3 else 1
+
+
+class ReturnsTheWrongType(MeasureFunctions):
+    """Says its values are Shapes, returns a number for PrimFuncs."""
+
+    def analyze(self, func: BaseFunc, name: str, mod: IRModule, ctx: PassContext) -> Any:
+        return 7 if not isinstance(func, relax.Function) else super().analyze(func, name, mod, ctx)
+
+
+@function_pass(opt_level=0, name="RetypeFirstParam")
+def retype_first_param(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+    """Gives a function that calls none the signature of an int32 first parameter: its callers' calls no
+    longer type-check (a change of a callee's signature, nothing else)."""
+    if _callees(func) or not func.params or not isinstance(func.params[0].ty, TensorType):
+        return func
+    first = func.params[0]
+    retyped = msgspec.structs.replace(first, ty=TensorType(first.ty.shape, "int32"))
+    return msgspec.structs.replace(func, params=(retyped, *func.params[1:]))

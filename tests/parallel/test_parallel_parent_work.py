@@ -83,7 +83,7 @@ def test_what_a_merge_sets_is_left_out_of_the_collector_s_walks_and_behaves_as_a
     import gc
     import pickle
 
-    from parpass.parallel.resident import digest_of
+    from parpass.ir.digest import digest_of
 
     mod = random_module(num_functions=3, num_prim_funcs=1, size=4, seed=2)
     names, heads = mod.head_columns()

@@ -19,10 +19,11 @@ from ptest_passes import chatty, count_bindings, keep_even, rebuild, waits_a_lit
 
 import parpass.parallel.cost as cost_mod
 from parpass.ir import IRModule, to_bytes
+from parpass.ir.digest import DIGEST_SIZE, digest_of
 from parpass.ir.node import BaseFunc
 from parpass.parallel import get_backend
 from parpass.parallel.cost import CostModel
-from parpass.parallel.resident import DIGEST_SIZE, ResidentCache, digest_of
+from parpass.parallel.resident import ResidentCache
 from parpass.parallel.schedule import (
     CHUNK_SHARE,
     CLUSTER_CHUNK_SHARE,

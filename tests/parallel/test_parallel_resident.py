@@ -184,7 +184,7 @@ def test_the_parent_learns_the_digests_the_workers_computed_of_what_it_sent_with
     """A built module's functions go out without digests (the parent never hashed them); the workers hash them
     to find what they hold, and say what they found for the functions the pass changed, so that the module,
     run again, is known by them: its wave carries their digests and no worker hashes them again."""
-    from parpass.parallel.resident import digest_of
+    from parpass.ir.digest import digest_of
 
     mod = _module(seed=13, functions=40)
     assert all(digest is None for _, _, digest, _ in mod.encoded_entries())
