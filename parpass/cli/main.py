@@ -20,7 +20,7 @@ from typing import NoReturn
 
 from parpass.cli import bench, bisect, gen, opt, passes, reproduce, show
 from parpass.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Parser, PassFailure, UsageError, error_line
-from parpass.errors import ParpassError
+from parpass.errors import IRError, ParpassError
 
 _COMMANDS = (bench, opt, bisect, gen, show, passes, reproduce)
 
@@ -56,6 +56,10 @@ def _report(err: BaseException, show_traceback: bool) -> None:
     caret = getattr(err, "caret", None) or getattr(getattr(err, "__cause__", None), "caret", None)
     if isinstance(caret, str):
         print(caret, file=sys.stderr)
+    if isinstance(err, PassFailure) and isinstance(cause, IRError):
+        listed = str(cause).partition("\n")[2]  # the problems ill-formed IR has (--verify-each), one a line
+        if listed:
+            print(listed, file=sys.stderr)
     if not show_traceback and isinstance(err, PassFailure):
         print("parpass: (run with --traceback for the traceback)", file=sys.stderr)
 

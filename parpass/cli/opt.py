@@ -36,6 +36,7 @@ from parpass.instrument import (
     PrintAfterChange,
     PrintIRAfter,
     PrintIRBefore,
+    WellFormedInstrument,
 )
 from parpass.ir.module import IRModule
 from parpass.transform import Pass, PassContext, PassInfo, walk_passes
@@ -59,6 +60,7 @@ examples:
   parpass opt model.msgpack -p MyPass --load mypasses.py --reproducer crash.repro
   parpass opt model.msgpack --pass-statistics -o out.msgpack
   parpass opt model.msgpack --opt-bisect-limit 120 -o out.msgpack
+  parpass opt model.msgpack --verify-each --workers 2 -o out.msgpack
 """
 
 
@@ -103,6 +105,13 @@ def add_parser(subparsers: Any) -> None:
         "--print-ir-after-change", action="store_true", help="print the IR after every pass that changed it"
     )
     parser.add_argument("--dump-ir", metavar="DIR", help="write the IR after every pass to DIR/NNN_<pass>.txt")
+    parser.add_argument(
+        "--verify-each",
+        action="store_true",
+        help="check that the IR is well-formed before and after every pass (WellFormedInstrument, as LLVM's "
+        "-verify-each) and stop at the first pass given or returning ill-formed IR; the pipeline runs pass by "
+        "pass, and the functions each pass changed are checked in the worker processes",
+    )
     parser.add_argument(
         "--reproducer",
         metavar="FILE",
@@ -293,6 +302,7 @@ def _instruments(
         PrintIRAfter(file=sys.stderr) if args.print_ir_after_all else None,
         PrintAfterChange(file=sys.stderr) if args.print_ir_after_change else None,
         DumpIR(args.dump_ir) if args.dump_ir else None,
+        WellFormedInstrument() if args.verify_each else None,
         recorder,
     ]
     return [inst for inst in wanted if inst is not None]

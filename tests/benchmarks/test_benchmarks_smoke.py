@@ -37,6 +37,7 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
         "bench_statistics.py",
         "bench_cluster.py",
         "bench_scaling.py",
+        "bench_well_formed.py",
     ],
 )
 def test_help_describes_the_script(name: str) -> None:
@@ -201,6 +202,39 @@ def test_bench_cold_reports_a_failing_run() -> None:
         RuntimeError, match=r"(?s)parpass opt /nonexistent\.msgpack .*failed \(exit status [1-9].*no such file"
     ):
         run_command(["opt", "/nonexistent.msgpack", "-o", "/nonexistent-out.msgpack"])
+
+
+def test_bench_well_formed_compares_checked_pipelines_warm_and_cold(tmp_path: Path) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    proc = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_well_formed.py"), "--functions", "16", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    for line in (
+        "machine headroom before the runs",
+        "warm, this process, median of 1 interleaved runs: in-process ",
+        "the checks' waves",
+        "cold, parpass opt --verify-each in a fresh process, median of 1: --workers 1 ",
+        "machine headroom after the runs",
+        "summary: warm ",
+    ):
+        assert line in out, line
+    assert out.count("outputs byte-identical: yes") == 2
+    assert not list(scratch.iterdir())
+
+
+@pytest.mark.parametrize("args", [("--workers", "1"), ("--repeat", "0"), ("--functions", "0")])
+def test_bench_well_formed_refuses_bad_arguments(args: tuple[str, ...]) -> None:
+    proc = run_script("bench_well_formed.py", *args)
+    assert proc.returncode == 2 and f"{args[0]} must be >= " in proc.stderr
 
 
 def test_bench_passes_times_every_pass_of_the_default_pipeline() -> None:

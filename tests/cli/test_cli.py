@@ -455,6 +455,42 @@ def test_opt_time_passes_runs_fused_and_reports_wall_and_cpu(files: Path, run_ma
     assert "Total Execution Time: " in timed.stderr
 
 
+def test_opt_verify_each_checks_every_pass_on_the_workers(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
+    """The instrument reads the module: pass by pass, each pass's wave followed by the check of what it
+    changed, both on the workers; the output is the one of a run without it."""
+    from parpass.parallel import default_executor
+
+    default_executor.forget()
+    args = ["opt", "m.msgpack", "-p", SPEC, "--workers", "2", "--config", "parpass.parallel=always"]
+    verified = run_main(*args, "--verify-each", "-o", "verified.msgpack", cwd=files)
+    assert verified.returncode == 0 and verified.stderr == ""
+    waves = [(w.passes, w.parallel) for w in default_executor.history]
+    check = ("WellFormedCheck",)
+    assert waves[0] == (check, True)  # the module given to the first pass: every function
+    assert [passes for passes, _ in waves if passes != check] == [(name,) for name in SPEC.split(",")]
+    assert all(parallel for _, parallel in waves)
+    plain = run_main(*args, "-o", "plain.msgpack", cwd=files)
+    assert plain.returncode == 0
+    assert (files / "verified.msgpack").read_bytes() == (files / "plain.msgpack").read_bytes()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_opt_verify_each_stops_at_ill_formed_ir(tmp_path: Path, run_main, workers: str) -> None:  # type: ignore[no-untyped-def]
+    from parpass.ir import relax
+
+    mod = random_module(12, seed=3)
+    victim = next(name for name in mod.names() if isinstance(mod[name], relax.Function))
+    mod[victim] = mod[victim].with_body(relax.SeqExpr(mod[victim].bindings, relax.Var(9999, "ghost")))
+    save(mod, tmp_path / "bad.msgpack")
+    args = ["opt", "bad.msgpack", "-p", SPEC, "--workers", workers, "-o", "out.msgpack"]
+    proc = run_main(*args, "--verify-each", cwd=tmp_path)
+    assert proc.returncode == 1
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("parpass: error: ") and "ill-formed IR before pass 'sequential'" in first
+    assert f"function {victim!r}, result expression: %ghost (vid 9999) is used before it is defined" in proc.stderr
+    assert not (tmp_path / "out.msgpack").exists()
+
+
 def test_opt_default_pipeline(files: Path, run_main) -> None:  # type: ignore[no-untyped-def]
     from parpass.passes import default_pipeline
 
