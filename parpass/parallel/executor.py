@@ -60,7 +60,7 @@ from parpass.parallel.store import Location, location_store, pack_locations, unp
 from parpass.parallel.wave import WaveHeader, scratch_dir
 from parpass.parallel.worker import pack_passes
 from parpass.transform.analysis import FunctionAnalysis
-from parpass.transform.context import PassContext
+from parpass.transform.context import PassContext, pipeline_progress
 from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming, target_function, view_reason
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note, visited_positions
 from parpass.transform.statistics import add_counts
@@ -592,9 +592,20 @@ class ParallelExecutor:
         return self._pool_started or backend_mod.backend_for(cfg.scheduler).started(cfg.num_workers)
 
     def _earns_start(self, inline: float, parallel: float, cfg: ParallelConfig) -> bool:
-        """Whether starting the workers pays: what moving the rest of this wave saves, plus what the
-        in-process work this process has already done would save if as much came again, covers their start."""
-        again = self._inline_seconds * max(1 - _WORKER_FACTOR / cfg.num_workers, 0.0)
+        """Whether starting the workers pays: what moving the rest of this wave saves, plus what the in-process
+        work still to come would save, covers their start. Within a pipeline (a Sequential), what is to come is
+        its passes left at the rate of those run so far; elsewhere, as much as this process has done already.
+
+        A start late in a pipeline costs its CPU for little left to move: under ``WellFormedInstrument``, whose
+        checks made this process's work grow pass after pass, the workers started two passes from the end
+        and the first run took 1.07x its in-process time."""
+        progress = pipeline_progress()
+        if progress is None:
+            to_come = self._inline_seconds
+        else:
+            elapsed, done, left = progress
+            to_come = elapsed / max(done, 1) * left
+        again = to_come * max(1 - _WORKER_FACTOR / cfg.num_workers, 0.0)
         return inline - parallel + again >= _START_COST * cfg.num_workers / backend_mod.usable_cores()
 
     def _rest(

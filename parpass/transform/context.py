@@ -9,6 +9,7 @@ the one around it, as in TVM.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -53,6 +54,8 @@ class _ThreadState(threading.local):
         self.sinks: list[dict[tuple[str, str], int] | None] = []
         self.default: PassContext | None = None
         self.depth = 0  # pass applications this thread is inside
+        #: the pipeline this thread runs (its outermost Sequential): when it began, passes done, passes left
+        self.pipeline: list[float] | None = None
 
 
 _STATE = _ThreadState()
@@ -62,6 +65,31 @@ def at_top_level() -> bool:
     """Whether the calling thread runs no pass now: a pass called here is an application of its own
     (numbered by opt-bisect, listed in the statistics), not part of another pass's."""
     return _STATE.depth == 0
+
+
+def pipeline_progress() -> tuple[float, int, int] | None:
+    """How far the pipeline this thread runs (its outermost running Sequential) has come: the seconds since it
+    began, the passes it finished, the passes after the one running; None outside one. What an executor
+    deciding whether starting workers pays can expect of the rest of the run."""
+    progress = _STATE.pipeline
+    if progress is None:
+        return None
+    began, done, left = progress
+    return time.perf_counter() - began, int(done), int(left)
+
+
+@contextmanager
+def pipeline_running(passes: int) -> Iterator[list[float] | None]:
+    """Within the block, this thread runs a pipeline of ``passes`` passes, unless it runs one already (then
+    that one is the pipeline): yields the progress to update (see :func:`pipeline_progress`), or None."""
+    if _STATE.pipeline is not None:
+        yield None
+        return
+    progress = _STATE.pipeline = [time.perf_counter(), 0, max(passes - 1, 0)]
+    try:
+        yield progress
+    finally:
+        _STATE.pipeline = None
 
 
 @contextmanager

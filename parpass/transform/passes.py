@@ -13,6 +13,7 @@ import contextlib
 import functools
 import importlib
 import inspect
+import itertools
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import itemgetter
@@ -26,7 +27,7 @@ from parpass.ir.relax import Function
 from parpass.ir.tir import PrimFunc
 from parpass.transform.bisect import BISECT_LIMIT, BisectState
 from parpass.transform.config import register_config_option
-from parpass.transform.context import PassContext, at_top_level, inside_pass
+from parpass.transform.context import PassContext, at_top_level, inside_pass, pipeline_running
 from parpass.transform.executor import ChainObserver, FunctionPassExecutor, StageTiming, get_function_pass_executor
 from parpass.transform.pass_info import PassInfo
 from parpass.transform.registry import get_pass, list_passes
@@ -638,25 +639,32 @@ class Sequential(Pass):
 
     def _execute_sharing(self, mod: IRModule, ctx: PassContext, state: _RequiredRuns) -> IRModule:
         """The passes in order, with ``state``: this run's required passes (shared with nested Sequentials)."""
-        passes = self._passes
-        i, n = 0, len(passes)
-        while i < n:
-            p = passes[i]
-            info = p.info
-            if not ctx.pass_enabled(info):
-                i += 1
-                continue
-            if info.required:
-                mod = self._run_required(info, mod, ctx, state)
-            elif _fusable(p) and _may_fuse(ctx):
-                chain, j = _chain_from(p, passes, i + 1, ctx)
-                if len(chain) > 1:
-                    mod = _run_fused(chain, mod, ctx)
-                    i = j
-                    continue
-            mod = _run_nested(p, mod, ctx, state) if isinstance(p, Sequential) else p._run(mod, ctx)
-            i += 1
+        enabled = list(itertools.accumulate(ctx.pass_enabled(p.info) for p in self._passes))  # enabled up to each
+        total = enabled[-1] if enabled else 0
+        i, n = 0, len(self._passes)
+        with pipeline_running(total) as progress:
+            while i < n:
+                mod, i = self._run_from(i, mod, ctx, state)
+                if progress is not None:  # the enabled passes run, and those after the next
+                    progress[1:] = [enabled[i - 1], max(total - enabled[i - 1] - 1, 0)]
         return mod
+
+    def _run_from(self, i: int, mod: IRModule, ctx: PassContext, state: _RequiredRuns) -> tuple[IRModule, int]:
+        """Pass ``i`` (with what it requires), the fused chain it begins, or nothing if it is disabled: the module
+        after it, and the position of the next pass."""
+        passes = self._passes
+        p = passes[i]
+        info = p.info
+        if not ctx.pass_enabled(info):
+            return mod, i + 1
+        if info.required:
+            mod = self._run_required(info, mod, ctx, state)
+        elif _fusable(p) and _may_fuse(ctx):
+            chain, j = _chain_from(p, passes, i + 1, ctx)
+            if len(chain) > 1:
+                return _run_fused(chain, mod, ctx), j
+        mod = _run_nested(p, mod, ctx, state) if isinstance(p, Sequential) else p._run(mod, ctx)
+        return mod, i + 1
 
     @staticmethod
     def _run_required(root: PassInfo, mod: IRModule, ctx: PassContext, state: _RequiredRuns) -> IRModule:

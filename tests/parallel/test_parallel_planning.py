@@ -852,6 +852,60 @@ def test_workers_already_started_need_not_earn_their_start() -> None:
     assert fresh._worth_moving(*probed)
 
 
+@pytest.mark.parametrize(
+    ("progress", "earns"),
+    [
+        (None, True),  # outside a pipeline: as much again as this process did (1.5 s)
+        ((1.0, 2, 8), True),  # 2 of 10 passes in 1 s: 4 s to come
+        ((3.0, 9, 1), False),  # 9 of 10 passes in 3 s (1.5 s of it here): 0.33 s to come
+        ((0.3, 0, 10), True),  # the first pass, 0.3 s in: 3 s to come at least
+    ],
+    ids=["no-pipeline", "early", "late", "first-pass"],
+)
+def test_what_starting_the_workers_may_save_is_the_work_still_to_come(
+    monkeypatch: pytest.MonkeyPatch, progress: tuple[float, int, int] | None, earns: bool
+) -> None:
+    """Within a pipeline, what is to come is its passes left at the rate of those run so far, not the
+    in-process work done already: under WellFormedInstrument that grew pass after pass, and the workers
+    started two passes from the end of a first run (1.07x its in-process time)."""
+    import parpass.parallel.executor as executor_mod
+    from parpass.parallel.config import ParallelConfig
+    from parpass.parallel.executor import ParallelExecutor
+
+    _started_or_not(monkeypatch)
+    monkeypatch.setattr(executor_mod, "pipeline_progress", lambda: progress)
+    executor = ParallelExecutor()
+    executor._inline_seconds = 3.0  # this process's work so far: 3 s, 1.125 s of which 2 workers would save
+    cfg = ParallelConfig.of(PassContext(config={"parpass.num_workers": 2}))
+    assert executor._earns_start(0.1, 0.08, cfg) is earns
+
+
+def test_a_pipeline_says_how_far_it_has_come() -> None:
+    """Its passes done and left (the enabled ones, a fused chain counted pass by pass), the outermost
+    pipeline only, nothing outside one."""
+    from parpass.transform import Sequential, module_pass
+    from parpass.transform.context import pipeline_progress
+
+    seen: list[tuple[int, int] | None] = []
+
+    @module_pass(opt_level=0, name="Look")
+    def look(mod: IRModule, ctx: PassContext) -> IRModule:
+        progress = pipeline_progress()
+        seen.append(None if progress is None else progress[1:])
+        return mod
+
+    @module_pass(opt_level=3, name="Disabled")
+    def disabled(mod: IRModule, ctx: PassContext) -> IRModule:
+        return mod
+
+    mod = random_module(num_functions=4, num_prim_funcs=0, size=4, seed=2)
+    with PassContext(opt_level=2, config={"parpass.num_workers": 1}):
+        Sequential([look, count_bindings, rebuild, disabled, Sequential([look, look]), look])(mod)
+        look(mod)
+    assert seen == [(0, 4), (3, 1), (3, 1), (4, 0), None]  # passes done, and after the one running
+    assert pipeline_progress() is None
+
+
 def _started_or_not(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
     """A backend of 2 usable cores whose workers are started when the returned ``["now"]`` says so."""
     from parpass.parallel import backend as backend_mod
