@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parpass.instrument.base import PassInstrument
+from parpass.instrument.module_text import ModuleText
 
 if TYPE_CHECKING:
     from parpass.ir.module import IRModule
@@ -42,6 +43,7 @@ class DumpIR(PassInstrument):
         self.dump_dir = Path(dump_dir)
         self.counter = 0
         self._lock = threading.Lock()
+        self._texts = ModuleText()
         if refresh and self.dump_dir.is_dir():
             for entry in sorted(self.dump_dir.iterdir()):
                 if entry.is_file() and _DUMP_FILE.match(entry.name):
@@ -54,14 +56,19 @@ class DumpIR(PassInstrument):
         self.dump_dir = Path(state["dump_dir"])
         self.counter = int(state["counter"])
         self._lock = threading.Lock()
+        self._texts = ModuleText()
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         with self._lock:
             index = self.counter
             self.counter += 1
+        from parpass.ir.parser import text_bytes, write_text
         from parpass.ir.serialization import FORMATS
 
         writer, _ = FORMATS[DUMP_EXTENSION]
+        # parpass's text, each function printed once while it stays the same; a writer registered in its place
+        # writes the module itself
+        data = text_bytes(self._texts.text(mod)) if writer is write_text else writer(mod)
         self.dump_dir.mkdir(parents=True, exist_ok=True)
         path = self.dump_dir / f"{index:03d}_{_file_part(info.name)}{DUMP_EXTENSION}"
-        path.write_bytes(writer(mod))
+        path.write_bytes(data)

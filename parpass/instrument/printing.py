@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from parpass.instrument.base import PassInstrument, same_fingerprint
+from parpass.instrument.module_text import ModuleText
 
 if TYPE_CHECKING:
     from parpass.ir.module import IRModule
@@ -54,13 +55,23 @@ class _Printer(PassInstrument):
     def _print(self, text: str) -> None:
         print(text, file=self._file if self._file is not None else sys.stdout)
 
+    def _text(self, mod: IRModule) -> str:
+        """``str(mod)``, each function printed once while it stays the same (see ModuleText)."""
+        texts: ModuleText | None = self.__dict__.get("_texts")
+        if texts is None:
+            texts = self.__dict__["_texts"] = ModuleText()
+        return texts.text(mod)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {key: value for key, value in self.__dict__.items() if key != "_texts"}  # a per-process memo
+
 
 class PrintBeforeAll(_Printer):
     """Prints ``Before Running Pass: <info>`` and the module before every pass."""
 
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         self._print(f"Before Running Pass: {info}")
-        self._print(str(mod))
+        self._print(self._text(mod))
 
 
 class PrintAfterAll(_Printer):
@@ -68,7 +79,7 @@ class PrintAfterAll(_Printer):
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         self._print(f"After Running Pass: {info}")
-        self._print(str(mod))
+        self._print(self._text(mod))
 
 
 class PassPrintingInstrument(_Printer):
@@ -86,11 +97,11 @@ class PassPrintingInstrument(_Printer):
 
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         if info.name in self.print_before_pass_names:
-            self._print(f"Print IR before: {info.name}\n{mod}\n\n")
+            self._print(f"Print IR before: {info.name}\n{self._text(mod)}\n\n")
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         if info.name in self.print_after_pass_names:
-            self._print(f"Print IR after: {info.name}\n{mod}\n\n")
+            self._print(f"Print IR after: {info.name}\n{self._text(mod)}\n\n")
 
 
 class PrintIRBefore(_Printer):
@@ -102,7 +113,7 @@ class PrintIRBefore(_Printer):
 
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         if self.passes is None or info.name in self.passes:
-            self._print(f"Print IR before: {info.name}\n{mod}\n\n")
+            self._print(f"Print IR before: {info.name}\n{self._text(mod)}\n\n")
 
 
 class PrintIRAfter(_Printer):
@@ -114,7 +125,7 @@ class PrintIRAfter(_Printer):
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         if self.passes is None or info.name in self.passes:
-            self._print(f"Print IR after: {info.name}\n{mod}\n\n")
+            self._print(f"Print IR after: {info.name}\n{self._text(mod)}\n\n")
 
 
 class _Frames(threading.local):
@@ -154,7 +165,7 @@ class PrintAfterChange(_Printer):
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         if not self._started:
             self._started = True
-            self._print(f"*** IR Dump At Start ***\n{mod}")
+            self._print(f"*** IR Dump At Start ***\n{self._text(mod)}")
         self._frames.stack.append((info, mod))
 
     def _pop(self, info: PassInfo) -> IRModule | None:
@@ -173,8 +184,8 @@ class PrintAfterChange(_Printer):
         if same_fingerprint(before.fingerprint(), mod.fingerprint()):
             changed = False
         else:
-            text = str(mod)
-            changed = text != str(before)
+            text = self._text(mod)
+            changed = text != self._text(before)
         if changed:
             self._print(f"*** IR Dump After {info.name} ***\n{text}")
         else:

@@ -30,20 +30,14 @@ from typing import TYPE_CHECKING
 
 from parpass.errors import IRError
 from parpass.instrument.base import PassInstrument
-from parpass.ir.digest import digest_of
+from parpass.instrument.versions import Version, function_versions, same_version
 from parpass.ir.well_formed import format_problems
 
 if TYPE_CHECKING:
     from parpass.ir.module import IRModule
-    from parpass.ir.node import BaseFunc
     from parpass.transform.pass_info import PassInfo
 
 __all__ = ["WellFormedInstrument"]
-
-
-#: What a function is known by: the digest of its bytes and the function object, where the module has them
-#: (at least one; equal digests or the same object mean the same function).
-_Version = tuple["bytes | None", "BaseFunc | None"]
 
 
 class _Entry:
@@ -51,9 +45,7 @@ class _Entry:
 
     __slots__ = ("callees", "problems", "version")
 
-    def __init__(
-        self, version: _Version, callees: tuple[tuple[str, _Version | None], ...], problems: list[str]
-    ) -> None:
+    def __init__(self, version: Version, callees: tuple[tuple[str, Version | None], ...], problems: list[str]) -> None:
         self.version = version  # the object, if any, is kept alive so that an identity comparison stays valid
         self.callees = callees  # None: the module had no such function
         self.problems = problems
@@ -148,13 +140,13 @@ class WellFormedInstrument(PassInstrument):
 
     def problems(self, mod: IRModule) -> list[str]:
         """The well-formedness problems of ``mod``, reusing results for unchanged functions."""
-        names = mod.names()
-        versions = _versions(mod, names)
+        versions = function_versions(mod)
+        names = list(versions)
         cache = self._cache
         stale = [name for name in names if not _still_valid(cache.get(name), versions[name], versions)]
         if stale:
             # loaded on first use: the transform package, which the check runs through, imports this one
-            from parpass.instrument.well_formed_check import WellFormedCheck
+            from parpass.instrument.analyses import WellFormedCheck
 
             checked = WellFormedCheck(self.check_ty, stale).run(mod)
             self.functions_checked += len(checked)
@@ -175,31 +167,14 @@ class WellFormedInstrument(PassInstrument):
             raise IRError(format_problems(found, header=f"ill-formed IR {when}"))
 
 
-def _versions(mod: IRModule, names: list[str]) -> dict[str, _Version]:
-    """What each function of ``mod`` is known by (see :data:`_Version`); the digest of bytes held without one
-    is computed here and recorded in ``mod`` (a cache, as an executor records it)."""
-    versions = {name: (mod.digest(name), mod.held_function(name)) for name in names}
-    unknown = [name for name, (digest, func) in versions.items() if digest is None and func is None]
-    if unknown:
-        digests = [digest_of(mod.encoded_buffer(name)) for name in unknown]
-        mod.record_digests(unknown, digests)
-        versions.update((name, (digest, None)) for name, digest in zip(unknown, digests, strict=True))
-    return versions
-
-
-def _same(cached: _Version, now: _Version) -> bool:
-    digest, func = cached
-    return (digest is not None and digest == now[0]) or (func is not None and func is now[1])
-
-
-def _still_valid(entry: _Entry | None, version: _Version, versions: dict[str, _Version]) -> bool:
+def _still_valid(entry: _Entry | None, version: Version, versions: dict[str, Version]) -> bool:
     """Whether ``entry`` holds the problems of the function now known by ``version`` in the module ``versions``
     describes: the same function, calling the same functions. A callee the module lacked makes a message
     that names the module's functions (the closest ones), so such an entry is never reused."""
-    if entry is None or not _same(entry.version, version):
+    if entry is None or not same_version(entry.version, version):
         return False
     for name, then in entry.callees:
         now = versions.get(name)
-        if then is None or now is None or not _same(then, now):
+        if then is None or now is None or not same_version(then, now):
             return False
     return True

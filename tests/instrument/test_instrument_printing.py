@@ -81,14 +81,16 @@ def test_print_after_change(mod: IRModule) -> None:
 
 
 def test_printers_render_nothing_for_passes_they_skip(mod: IRModule, monkeypatch: pytest.MonkeyPatch) -> None:
+    from parpass.instrument.module_text import ModuleText
+
     calls: list[int] = []
-    original = IRModule.script
+    original = ModuleText.text
 
-    def counting_script(self: IRModule) -> str:
+    def counting_text(self: ModuleText, m: IRModule) -> str:
         calls.append(1)
-        return original(self)
+        return original(self, m)
 
-    monkeypatch.setattr(IRModule, "script", counting_script)
+    monkeypatch.setattr(ModuleText, "text", counting_text)
     buf = io.StringIO()
     with PassContext(instruments=[PassPrintingInstrument([], []), PrintIRAfter(["Nope"], file=buf)]):
         Sequential([noop("A"), tagger("B")])(mod)

@@ -8,6 +8,8 @@ the functions a pass changed are checked there, and the parent decodes none of t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from parallel_support import parallel_ctx
 from ptest_passes import (
@@ -204,3 +206,54 @@ def test_an_executor_that_loses_the_values_is_named() -> None:
             MeasureFunctions("Measure").run(_module())
     finally:
         set_function_pass_executor(previous)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the printing instruments' text, kept per function and printed on workers
+
+
+def test_the_ir_printed_after_every_pass_is_the_serial_text(tmp_path: Path, history) -> None:  # type: ignore[no-untyped-def]
+    import io
+
+    from parpass.instrument import DumpIR, PrintAfterAll, PrintAfterChange
+
+    texts, dumps, outs = {}, {}, {}
+    for workers in (1, 2):
+        history.clear()
+        after, changed = io.StringIO(), io.StringIO()
+        dump = tmp_path / f"dump{workers}"
+        with parallel_ctx(workers) as ctx:
+            ctx.override_instruments([PrintAfterAll(file=after), PrintAfterChange(file=changed), DumpIR(dump)])
+            outs[workers] = _pipeline()(_module())
+        texts[workers] = after.getvalue() + changed.getvalue()
+        dumps[workers] = {p.name: p.read_bytes() for p in sorted(dump.iterdir())}
+    assert texts[1] == texts[2] and dumps[1] == dumps[2]
+    assert texts[2].endswith(str(outs[2]) + "\n")  # the last printed is the pipeline's output, as str() gives it
+    assert load_text(dumps[2][sorted(dumps[2])[-1]]) == str(outs[2])
+    waves = [w for w in history if w.passes == ("PrintFunctions",)]
+    assert waves and all(w.parallel for w in waves)
+
+
+def load_text(data: bytes) -> str:
+    from parpass.ir.parser import parse
+
+    return str(parse(data.decode()))
+
+
+def test_a_function_is_printed_once_while_it_stays_the_same() -> None:
+    from parpass.instrument.module_text import ModuleText
+
+    mod = _module()
+    texts = ModuleText()
+    with parallel_ctx(2):
+        assert texts.text(mod) == str(mod)
+        assert texts.functions_printed == len(mod)
+        assert texts.text(mod.copy()) == str(mod) and texts.functions_printed == len(mod)
+        changed = count_bindings(mod)  # changes Functions (on the workers: the results come back as bytes)
+        functions = sum(changed.digest(n) != mod.digest(n) for n in mod.names())
+        assert functions > len(mod) // 2
+        assert texts.text(changed) == str(changed)
+        assert texts.functions_printed == len(mod) + functions
+        smaller = changed.copy()
+        del smaller[smaller.names()[0]]
+        assert texts.text(smaller) == str(smaller) and texts.functions_printed == len(mod) + functions

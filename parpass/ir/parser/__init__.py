@@ -69,7 +69,7 @@ from parpass.ir.parser.tokens import (
 from parpass.ir.printer import astext
 from parpass.ir.serialization import IRObject, check_loaded, register_format
 
-__all__ = ["TEXT_EXTENSION", "ParseError", "parse", "parse_function", "parse_text"]
+__all__ = ["TEXT_EXTENSION", "ParseError", "parse", "parse_function", "parse_text", "text_bytes", "write_text"]
 
 
 class _Parser(_RelaxParser, _TirParser):
@@ -182,8 +182,13 @@ def parse_text(text: str, filename: str = "<string>") -> IRObject:
 # the .ppir file format
 
 
-def _write_text(obj: IRObject) -> bytes:
-    text = astext(obj)
+def write_text(obj: IRObject) -> bytes:
+    """The ``.ppir``/``.txt`` file bytes of a module or function (see :func:`text_bytes`)."""
+    return text_bytes(astext(obj))
+
+
+def text_bytes(text: str) -> bytes:
+    """The file bytes of IR text: UTF-8, ending in a newline."""
     if text and not text.endswith("\n"):
         text += "\n"
     # save() has refused lone surrogates already (no format holds them); surrogatepass keeps direct calls total.
@@ -206,4 +211,4 @@ def _read_text(data: bytes, source: str) -> IRObject:
 
 # ``.txt`` too: what DumpIR and ``parpass gen -o m.txt`` write is the text form, and reads back as such.
 for _ext in (TEXT_EXTENSION, ".txt"):
-    register_format(_ext, _write_text, _read_text, override=True)
+    register_format(_ext, write_text, _read_text, override=True)

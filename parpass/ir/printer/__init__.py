@@ -151,7 +151,7 @@ module holds the entry points.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from parpass.ir import relax, tir
@@ -162,7 +162,7 @@ from parpass.ir.printer.tir_printer import _STMT_TYPES, _TirPrinter
 from parpass.ir.printer.words import KEYWORDS, fmt_ident, fmt_name
 from parpass.ir.types import PrimType, TensorType, TupleType
 
-__all__ = ["KEYWORDS", "SMALL_CONSTANT", "astext", "format_literal"]
+__all__ = ["KEYWORDS", "SMALL_CONSTANT", "astext", "format_literal", "module_text"]
 
 
 class _Printer(_RelaxPrinter, _TirPrinter):
@@ -212,6 +212,14 @@ def _function_text(func: BaseFunc, name: str | None) -> str:
     return "".join(p.out)
 
 
+def module_text(attrs: Mapping[str, Any], functions: Iterable[str]) -> str:
+    """The text of a module with attributes ``attrs`` whose functions print as ``functions`` (each one's
+    :func:`astext` with its name, in module order): what ``astext(module)`` gives."""
+    chunks = ["module attrs " + format_attrs(dict(attrs), "module attrs")] if attrs else []
+    chunks.extend(functions)
+    return "\n\n".join(chunks) + "\n" if chunks else ""
+
+
 def astext(node: Any, name: str | None = None) -> str:
     """The text form of an IRModule or of any IR node (see the module docstring for the grammar).
 
@@ -226,12 +234,7 @@ def astext(node: Any, name: str | None = None) -> str:
     if isinstance(node, IRModule):
         if name is not None:
             raise TypeError("astext(module, name=...): name applies to a single function only")
-        chunks: list[str] = []
-        if node.attrs:
-            chunks.append("module attrs " + format_attrs(dict(node.attrs), "module attrs"))
-        for gv, func in node.items():
-            chunks.append(_function_text(func, gv.name_hint))
-        return "\n\n".join(chunks) + "\n" if chunks else ""
+        return module_text(node.attrs, (_function_text(func, gv.name_hint) for gv, func in node.items()))
     if isinstance(node, BaseFunc):
         return _function_text(node, name)
     if name is not None:
