@@ -37,7 +37,7 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
         "bench_statistics.py",
         "bench_cluster.py",
         "bench_scaling.py",
-        "bench_well_formed.py",
+        "bench_instruments.py",
     ],
 )
 def test_help_describes_the_script(name: str) -> None:
@@ -204,12 +204,12 @@ def test_bench_cold_reports_a_failing_run() -> None:
         run_command(["opt", "/nonexistent.msgpack", "-o", "/nonexistent-out.msgpack"])
 
 
-def test_bench_well_formed_compares_checked_pipelines_warm_and_cold(tmp_path: Path) -> None:
+def test_bench_instruments_compares_instrumented_pipelines_warm_and_cold(tmp_path: Path) -> None:
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch)}
     proc = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "bench_well_formed.py"), "--functions", "16", "--repeat", "1"],
+        [sys.executable, str(BENCHMARKS / "bench_instruments.py"), "--functions", "16", "--repeat", "1"],
         capture_output=True,
         text=True,
         check=False,
@@ -220,20 +220,23 @@ def test_bench_well_formed_compares_checked_pipelines_warm_and_cold(tmp_path: Pa
     out = proc.stdout
     for line in (
         "machine headroom before the runs",
-        "warm, this process, median of 1 interleaved runs: in-process ",
-        "the checks' waves",
+        "WellFormedInstrument(), warm, median of 1 interleaved runs: in-process ",
+        "PrintAfterAll(file=os.devnull), warm, ",
+        "DumpIR(dump), warm, ",
+        "the instrument's waves",
         "cold, parpass opt --verify-each in a fresh process, median of 1: --workers 1 ",
+        "cold, parpass opt --dump-ir in a fresh process, median of 1: --workers 1 ",
         "machine headroom after the runs",
-        "summary: warm ",
+        "summary: ",
     ):
         assert line in out, line
-    assert out.count("outputs byte-identical: yes") == 2
+    assert out.count("outputs byte-identical: yes") == 5 and "dumps byte-identical: yes" in out
     assert not list(scratch.iterdir())
 
 
 @pytest.mark.parametrize("args", [("--workers", "1"), ("--repeat", "0"), ("--functions", "0")])
-def test_bench_well_formed_refuses_bad_arguments(args: tuple[str, ...]) -> None:
-    proc = run_script("bench_well_formed.py", *args)
+def test_bench_instruments_refuses_bad_arguments(args: tuple[str, ...]) -> None:
+    proc = run_script("bench_instruments.py", *args)
     assert proc.returncode == 2 and f"{args[0]} must be >= " in proc.stderr
 
 
