@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchutil import bytecode_state, machine_headroom, mark, sigterm_as_exit
+from benchutil import bytecode_state, machine_headroom, mark, sigterm_as_exit, size_repeat_workers
 
 #: Issue 12's target for the cold single run on 16,000 functions.
 TARGET = 1.5
@@ -138,16 +138,7 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--functions", type=int, default=16000, help="Functions of the module (default 16000)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each side, alternating (default 3)")
-    parser.add_argument("--workers", type=int, default=2, help="workers of the parallel runs (default 2)")
-    args = parser.parse_args()
-    for name in ("functions", "repeat"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be >= 1")
-    if args.workers < 2:
-        parser.error("--workers must be >= 2 (the runs compare it with --workers 1)")
+    args = size_repeat_workers(__doc__ or "", 16000, "--workers 1")
     try:
         with sigterm_as_exit(), tempfile.TemporaryDirectory(prefix="parpass-bench-cold-") as tmp:
             return run(args, Path(tmp))

@@ -36,7 +36,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench_cold import digest, run_command
-from benchutil import bytecode_state, machine_headroom, mark, median_ratio, module_digest, sigterm_as_exit
+from benchutil import (
+    bytecode_state,
+    machine_headroom,
+    mark,
+    median_ratio,
+    module_digest,
+    sigterm_as_exit,
+    size_repeat_workers,
+)
 
 from parpass.instrument import DumpIR, PassInstrument, PrintAfterAll, WellFormedInstrument
 from parpass.ir import from_bytes, to_bytes
@@ -170,16 +178,7 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--functions", type=int, default=2000, help="Functions of the module (default 2000)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each side, interleaved (default 3)")
-    parser.add_argument("--workers", type=int, default=2, help="workers of the parallel runs (default 2)")
-    args = parser.parse_args()
-    for name in ("functions", "repeat"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be >= 1")
-    if args.workers < 2:
-        parser.error("--workers must be >= 2 (the runs compare it with in-process)")
+    args = size_repeat_workers(__doc__ or "", 2000, "in-process")
     print(
         f"module: random_module({args.functions} Functions, {args.functions // 2} PrimFuncs, size 20, seed 0), "
         "as parpass gen makes it; pipeline: default_pipeline(2)"

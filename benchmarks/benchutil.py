@@ -6,6 +6,7 @@ benchmarks/bench_parallel.py`` puts ``benchmarks/`` on ``sys.path``).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import importlib.util
@@ -30,6 +31,7 @@ __all__ = [
     "median_ratio",
     "module_digest",
     "sigterm_as_exit",
+    "size_repeat_workers",
 ]
 
 #: A pure-Python busy loop that stops by itself once its parent is gone (reparented: another parent pid), so
@@ -103,6 +105,24 @@ def _cached(source: Path) -> bool:
     stat = source.stat()
     fields = [int.from_bytes(head[i : i + 4], "little") for i in (4, 8, 12)]  # flags, mtime, size
     return head[:4] == importlib.util.MAGIC_NUMBER and fields == [0, int(stat.st_mtime), stat.st_size]
+
+
+def size_repeat_workers(description: str, functions: int, against: str) -> argparse.Namespace:
+    """The command line of a script that times a module of ``--functions`` Functions, ``--repeat`` times each
+    side, on ``--workers`` workers (at least 2) against ``against``: parsed and checked."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--functions", type=int, default=functions, help=f"Functions of the module (default {functions})"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each side, alternating (default 3)")
+    parser.add_argument("--workers", type=int, default=2, help="workers of the parallel runs (default 2)")
+    args = parser.parse_args()
+    for name in ("functions", "repeat"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1")
+    if args.workers < 2:
+        parser.error(f"--workers must be >= 2 (the runs compare it with {against})")
+    return args
 
 
 def median_ratio(serial: Sequence[float], parallel: Sequence[float]) -> float:

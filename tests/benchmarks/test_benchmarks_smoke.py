@@ -26,6 +26,21 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run_in_scratch(tmp_path: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The script run in ``tmp_path`` with its temporary folder in ``tmp_path/tmp`` (returned, to see it removed)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.run(
+        [sys.executable, str(BENCHMARKS / name), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        cwd=tmp_path,  # `python -m parpass` imports the parpass this interpreter imports, not one in the cwd
+    )
+    return proc, scratch
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -159,17 +174,7 @@ def test_fusion_off_makes_a_sequential_run_one_wave_per_pass() -> None:
 
 
 def test_bench_cold_compares_fresh_processes_and_cleans_up(tmp_path: Path) -> None:
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    env = {**os.environ, "TMPDIR": str(scratch)}  # its temporary folder goes here, so we can see it removed
-    proc = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "bench_cold.py"), "--functions", "12", "--repeat", "1"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        cwd=tmp_path,  # `python -m parpass` imports the parpass this interpreter imports, not one in the cwd
-    )
+    proc, scratch = run_in_scratch(tmp_path, "bench_cold.py", "--functions", "12", "--repeat", "1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "parpass's bytecode (what each timed process and its workers import): " in proc.stdout
     out = proc.stdout
@@ -205,17 +210,7 @@ def test_bench_cold_reports_a_failing_run() -> None:
 
 
 def test_bench_instruments_compares_instrumented_pipelines_warm_and_cold(tmp_path: Path) -> None:
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    env = {**os.environ, "TMPDIR": str(scratch)}
-    proc = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "bench_instruments.py"), "--functions", "16", "--repeat", "1"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        cwd=tmp_path,
-    )
+    proc, scratch = run_in_scratch(tmp_path, "bench_instruments.py", "--functions", "16", "--repeat", "1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     for line in (
