@@ -58,6 +58,9 @@ class DumpIR(PassInstrument):
         self._lock = threading.Lock()
         self._texts = ModuleText()
 
+    def exit_pass_ctx(self) -> None:
+        self._texts.clear()  # the text of a whole module: not kept beyond the context
+
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         with self._lock:
             index = self.counter

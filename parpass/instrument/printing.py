@@ -62,6 +62,11 @@ class _Printer(PassInstrument):
             texts = self.__dict__["_texts"] = ModuleText()
         return texts.text(mod)
 
+    def exit_pass_ctx(self) -> None:
+        texts: ModuleText | None = self.__dict__.get("_texts")
+        if texts is not None:
+            texts.clear()  # the text of a whole module: not kept beyond the context
+
     def __getstate__(self) -> dict[str, object]:
         return {key: value for key, value in self.__dict__.items() if key != "_texts"}  # a per-process memo
 
