@@ -14,6 +14,7 @@ import pytest
 from parallel_support import parallel_ctx
 from ptest_passes import (
     Boom,
+    ExitsOnMain,
     MeasureFunctions,
     MeasureOrFail,
     ReturnsAnObject,
@@ -23,13 +24,16 @@ from ptest_passes import (
     retype_first_param,
 )
 
-from parpass.errors import IRError
+from parpass.errors import IRError, WorkerCrashedError
 from parpass.instrument import WellFormedInstrument
 from parpass.ir import IRModule, from_bytes, to_bytes
 from parpass.ir.node import SKIP_OPTIMIZATION
 from parpass.passes import CanonicalizeBindings, FoldConstant, InferType
 from parpass.testing import random_module
 from parpass.transform import PassContext, Sequential, function_pass
+
+#: Bound on a pipeline run in a thread; only a hang gets near it.
+CALL_LIMIT = 300.0
 
 
 def _module() -> IRModule:
@@ -78,6 +82,16 @@ def test_the_first_error_of_an_analysis_in_module_order_names_it_and_the_functio
     with parallel_ctx(workers) as ctx, pytest.raises(Boom) as info:
         MeasureOrFail("MeasureOrFail").run(mod, ctx)
     assert f"parpass: raised in pass 'MeasureOrFail' on function {first!r}" in info.value.__notes__
+
+
+def test_a_worker_an_analysis_kills_is_reported_and_the_next_analysis_runs(small_module: IRModule) -> None:
+    before = to_bytes(small_module)
+    with parallel_ctx(2) as ctx, pytest.raises(WorkerCrashedError) as info:
+        ExitsOnMain("ExitsOnMain").run(small_module, ctx)
+    assert info.value.pass_name == "'ExitsOnMain'" and info.value.functions[:1] == ("main",)
+    assert to_bytes(small_module) == before
+    with parallel_ctx(2) as ctx:
+        assert MeasureFunctions("Measure").run(small_module, ctx) == _serial(MeasureFunctions, small_module)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -145,6 +159,33 @@ def test_well_formed_checks_run_on_workers_and_decode_nothing_in_the_parent(hist
         again.problems(out.copy())
     assert first == len(out.names()) and again.functions_checked == first
     assert [name for name in out.names() if not out.is_decoded(name)] == changed
+
+
+def test_two_pipelines_in_two_threads_check_on_the_workers_at_once() -> None:
+    import threading
+
+    def run(workers: int, out: dict[str, object]) -> None:
+        inst = WellFormedInstrument()
+        try:
+            with parallel_ctx(workers, **{"parpass.fuse_passes": False}) as ctx:
+                ctx.override_instruments([inst])
+                out["bytes"] = to_bytes(_pipeline()(_module()))
+            out["checked"] = inst.functions_checked
+        except BaseException as err:  # reported below, in the test's thread
+            out["error"] = err
+
+    serial: dict[str, object] = {}
+    run(1, serial)
+    results: list[dict[str, object]] = [{}, {}]
+    threads = [threading.Thread(target=run, args=(2, result)) for result in results]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(CALL_LIMIT)
+    assert not any(thread.is_alive() for thread in threads)
+    for result in results:
+        assert "error" not in result, result.get("error")
+        assert result == serial
 
 
 @function_pass(opt_level=0, name="DropFirstBinding")
