@@ -684,8 +684,7 @@ class IRModule:
 
     def digest(self, key: FuncKey) -> bytes | None:
         """The content digest recorded for function ``key``'s encoded bytes (see :meth:`record_digest`), or None."""
-        digest: bytes | None = self._slot(key).digest
-        return digest
+        return self._slot(key).digest
 
     def record_digest(self, key: FuncKey, digest: bytes) -> None:
         """Record ``digest`` as the content digest of function ``key``'s encoded bytes (a cache, like the bytes;

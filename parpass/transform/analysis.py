@@ -54,7 +54,7 @@ class FunctionAnalysis(FunctionLevelPass):
     that take arguments of their own define ``__reduce_ex__`` (it travels to workers).
     """
 
-    #: what a value is decoded as when it comes back from a worker (plain msgpack data when ``Any``)
+    #: what a value is decoded as, wherever it was computed (plain msgpack data when ``Any``)
     value_type: ClassVar[Any] = Any
     #: whether :meth:`analyze` reads functions other than the one it is given (see FunctionLevelPass)
     reads_other_functions: ClassVar[bool] = False
