@@ -72,9 +72,10 @@ class FunctionAnalysis(FunctionLevelPass):
     def run(self, mod: IRModule, ctx: PassContext | None = None) -> dict[str, Any]:
         """The value of every function analysed, by name, in module order; the first error (in module order)
         of :meth:`analyze` propagates, with the note naming the analysis and the function."""
-        ctx = PassContext.current() if ctx is None else ctx
+        quiet = _quiet(PassContext.current() if ctx is None else ctx)
         self.values = {}
-        _run_chain((self,), mod, _quiet(ctx))
+        with quiet:  # what analyze itself runs (a nested pass, a statistic) is under it too, as in a worker
+            _run_chain((self,), mod, quiet)
         values, self.values = self.values, {}
         return {name: self._decoded(name, values.get(name)) for name in self.targets(mod)}
 

@@ -377,3 +377,13 @@ class ExitsOnMain(MeasureFunctions):
         if isinstance(func, relax.Function) and _target(func):
             os._exit(3)
         return super().analyze(func, name, mod, ctx)
+
+
+class CallsAPass(FunctionAnalysis):
+    """Runs a pass on a module of the function alone and says how many bindings it left."""
+
+    def analyze(self, func: BaseFunc, name: str, mod: IRModule, ctx: PassContext) -> int:
+        if not isinstance(func, relax.Function):
+            return 0
+        alone = count_bindings(IRModule({name: func}))
+        return int(alone[name].attrs.get("num_bindings", -1))

@@ -14,6 +14,7 @@ import pytest
 from parallel_support import parallel_ctx
 from ptest_passes import (
     Boom,
+    CallsAPass,
     ExitsOnMain,
     MeasureFunctions,
     MeasureOrFail,
@@ -123,6 +124,8 @@ def test_an_analysis_is_not_a_pass_the_instruments_see(workers: int) -> None:
         ctx.override_instruments([Watch()])
         MeasureFunctions("Measure").run(_module(), ctx)
         count_bindings(_module())
+        # a pass the analysis runs itself runs under the analysis's context, as it would in a worker
+        CallsAPass("CallsAPass").run(_module(), ctx)
     assert seen == ["CountBindings"]
 
 
