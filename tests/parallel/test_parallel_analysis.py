@@ -148,7 +148,8 @@ def test_well_formed_checks_run_on_workers_and_decode_nothing_in_the_parent(hist
             outs[workers] = _pipeline()(_module())
         checks[workers] = inst.functions_checked
     assert to_bytes(outs[1]) == to_bytes(outs[2])
-    assert checks[1] == checks[2]  # the same functions checked again, found by digest where not by identity
+    # found by digest where not by identity: no function checked on workers that in-process did not check
+    assert 0 < checks[2] <= checks[1]
     out = outs[2]
     changed = [name for name in out.names() if not out.is_decoded(name)]
     assert len(changed) > len(out.names()) // 2  # the workers' results, checked there: still bytes here
@@ -162,6 +163,23 @@ def test_well_formed_checks_run_on_workers_and_decode_nothing_in_the_parent(hist
         again.problems(out.copy())
     assert first == len(out.names()) and again.functions_checked == first
     assert [name for name in out.names() if not out.is_decoded(name)] == changed
+
+
+@pytest.mark.parametrize("megabytes", [0, 1])
+def test_well_formed_checks_with_workers_that_keep_little_or_nothing(megabytes: int) -> None:
+    """A worker that no longer holds a function (evicted, or holding nothing) decodes it from the wave's bytes:
+    the same problems, the same functions checked."""
+    found = {}
+    for workers, config in ((1, {}), (2, {"parpass.worker_cache_mb": megabytes})):
+        inst = WellFormedInstrument()
+        with parallel_ctx(workers, **{"parpass.fuse_passes": False, **config}) as ctx:
+            ctx.override_instruments([inst])
+            with pytest.raises(IRError) as info:
+                Sequential([InferType(), count_bindings, retype_first_param])(_module())
+        found[workers] = (str(info.value), inst.functions_checked)
+    assert found[1][0] == found[2][0]
+    # a function a pass rebuilt equal is the same bytes, so the same digest: on workers it is not checked again
+    assert 0 < found[2][1] <= found[1][1]
 
 
 def test_two_pipelines_in_two_threads_check_on_the_workers_at_once() -> None:
