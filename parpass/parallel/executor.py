@@ -598,7 +598,8 @@ class ParallelExecutor:
 
         A start late in a pipeline costs its CPU for little left to move: under ``WellFormedInstrument``, whose
         checks made this process's work grow pass after pass, the workers started two passes from the end
-        and the first run took 1.07x its in-process time."""
+        and the first run took 1.07x its in-process time. The pipeline's own callbacks are part of it: its
+        check of the whole input, before the first pass, now starts them."""
         progress = pipeline_progress()
         if progress is None:
             to_come = self._inline_seconds

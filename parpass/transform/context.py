@@ -56,6 +56,7 @@ class _ThreadState(threading.local):
         self.depth = 0  # pass applications this thread is inside
         #: the pipeline this thread runs (its outermost Sequential): when it began, passes done, passes left
         self.pipeline: list[float] | None = None
+        self.pipeline_owner: object = None
 
 
 _STATE = _ThreadState()
@@ -79,17 +80,20 @@ def pipeline_progress() -> tuple[float, int, int] | None:
 
 
 @contextmanager
-def pipeline_running(passes: int) -> Iterator[list[float] | None]:
-    """Within the block, this thread runs a pipeline of ``passes`` passes, unless it runs one already (then
-    that one is the pipeline): yields the progress to update (see :func:`pipeline_progress`), or None."""
-    if _STATE.pipeline is not None:
-        yield None
+def pipeline_running(owner: object, passes: int) -> Iterator[list[float] | None]:
+    """Within the block, this thread runs the pipeline ``owner`` (a Sequential) of ``passes`` passes, unless it
+    runs another already (then that one is the pipeline): yields the progress to update (see
+    :func:`pipeline_progress`), or None. Entered again by the same owner (around its instrument callbacks,
+    then around its passes), it yields the same progress."""
+    state = _STATE
+    if state.pipeline is not None:
+        yield state.pipeline if state.pipeline_owner is owner else None
         return
-    progress = _STATE.pipeline = [time.perf_counter(), 0, max(passes - 1, 0)]
+    state.pipeline, state.pipeline_owner = [time.perf_counter(), 0, max(passes - 1, 0)], owner
     try:
-        yield progress
+        yield state.pipeline
     finally:
-        _STATE.pipeline = None
+        state.pipeline = state.pipeline_owner = None
 
 
 @contextmanager

@@ -144,7 +144,11 @@ class Pass(abc.ABC):
         and runs inside the application (what it calls is part of it).
         """
         info = self._info
-        if isinstance(self, Sequential) or not at_top_level():
+        if isinstance(self, Sequential):
+            # the pipeline begins with its own callbacks: what an instrument does there is part of its run
+            with pipeline_running(self, self._enabled(ctx)[-1] if self._passes else 0):
+                return self._run_instrumented(self._execute_timed, mod, ctx)
+        if not at_top_level():
             return self._run_instrumented(self._execute_timed, mod, ctx)
         runner: Pass | None = self
         gate = ctx.bisect_state()
@@ -639,15 +643,19 @@ class Sequential(Pass):
 
     def _execute_sharing(self, mod: IRModule, ctx: PassContext, state: _RequiredRuns) -> IRModule:
         """The passes in order, with ``state``: this run's required passes (shared with nested Sequentials)."""
-        enabled = list(itertools.accumulate(ctx.pass_enabled(p.info) for p in self._passes))  # enabled up to each
+        enabled = self._enabled(ctx)
         total = enabled[-1] if enabled else 0
         i, n = 0, len(self._passes)
-        with pipeline_running(total) as progress:
+        with pipeline_running(self, total) as progress:
             while i < n:
                 mod, i = self._run_from(i, mod, ctx, state)
                 if progress is not None:  # the enabled passes run, and those after the next
                     progress[1:] = [enabled[i - 1], max(total - enabled[i - 1] - 1, 0)]
         return mod
+
+    def _enabled(self, ctx: PassContext) -> list[int]:
+        """How many of the passes up to each (itself included) ``ctx`` enables."""
+        return list(itertools.accumulate(ctx.pass_enabled(p.info) for p in self._passes))
 
     def _run_from(self, i: int, mod: IRModule, ctx: PassContext, state: _RequiredRuns) -> tuple[IRModule, int]:
         """Pass ``i`` (with what it requires), the fused chain it begins, or nothing if it is disabled: the module

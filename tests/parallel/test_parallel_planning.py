@@ -883,7 +883,8 @@ def test_what_starting_the_workers_may_save_is_the_work_still_to_come(
 def test_a_pipeline_says_how_far_it_has_come() -> None:
     """Its passes done and left (the enabled ones, a fused chain counted pass by pass), the outermost
     pipeline only, nothing outside one."""
-    from parpass.transform import Sequential, module_pass
+    from parpass.instrument import PassInstrument
+    from parpass.transform import PassInfo, Sequential, module_pass
     from parpass.transform.context import pipeline_progress
 
     seen: list[tuple[int, int] | None] = []
@@ -898,11 +899,20 @@ def test_a_pipeline_says_how_far_it_has_come() -> None:
     def disabled(mod: IRModule, ctx: PassContext) -> IRModule:
         return mod
 
+    class LookToo(PassInstrument):
+        """Sees the progress in the pipeline's own callbacks (an instrument's work there is the run's too)."""
+
+        def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
+            if info.name == "outer":
+                progress = pipeline_progress()
+                seen.append(None if progress is None else progress[1:])
+
     mod = random_module(num_functions=4, num_prim_funcs=0, size=4, seed=2)
-    with PassContext(opt_level=2, config={"parpass.num_workers": 1}):
-        Sequential([look, count_bindings, rebuild, disabled, Sequential([look, look]), look])(mod)
+    with PassContext(opt_level=2, instruments=[LookToo()], config={"parpass.num_workers": 1}):
+        Sequential([look, count_bindings, rebuild, disabled, Sequential([look, look]), look], name="outer")(mod)
         look(mod)
-    assert seen == [(0, 4), (3, 1), (3, 1), (4, 0), None]  # passes done, and after the one running
+    # passes done, and after the one running: the pipeline's own callback first, its first pass, ...
+    assert seen == [(0, 4), (0, 4), (3, 1), (3, 1), (4, 0), None]
     assert pipeline_progress() is None
 
 
