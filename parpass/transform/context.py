@@ -54,8 +54,7 @@ class _ThreadState(threading.local):
         self.sinks: list[dict[tuple[str, str], int] | None] = []
         self.default: PassContext | None = None
         self.depth = 0  # pass applications this thread is inside
-        #: the pipeline this thread runs (its outermost Sequential): when it began, passes done, passes left
-        self.pipeline: list[float] | None = None
+        self.pipeline: PipelineProgress | None = None  # of the pipeline this thread runs (its outermost Sequential)
         self.pipeline_owner: object = None
 
 
@@ -68,6 +67,21 @@ def at_top_level() -> bool:
     return _STATE.depth == 0
 
 
+class PipelineProgress:
+    """How far a pipeline has come: when it began, the passes it finished, the passes after the one running."""
+
+    __slots__ = ("began", "done", "left")
+
+    def __init__(self, passes: int) -> None:
+        self.began = time.perf_counter()
+        self.done = 0
+        self.left = max(passes - 1, 0)
+
+    def reached(self, done: int, passes: int) -> None:
+        """``done`` of its ``passes`` passes are finished."""
+        self.done, self.left = done, max(passes - done - 1, 0)
+
+
 def pipeline_progress() -> tuple[float, int, int] | None:
     """How far the pipeline this thread runs (its outermost running Sequential) has come: the seconds since it
     began, the passes it finished, the passes after the one running; None outside one. What an executor
@@ -75,21 +89,20 @@ def pipeline_progress() -> tuple[float, int, int] | None:
     progress = _STATE.pipeline
     if progress is None:
         return None
-    began, done, left = progress
-    return time.perf_counter() - began, int(done), int(left)
+    return time.perf_counter() - progress.began, progress.done, progress.left
 
 
 @contextmanager
-def pipeline_running(owner: object, passes: int) -> Iterator[list[float] | None]:
+def pipeline_running(owner: object, passes: int) -> Iterator[PipelineProgress | None]:
     """Within the block, this thread runs the pipeline ``owner`` (a Sequential) of ``passes`` passes, unless it
-    runs another already (then that one is the pipeline): yields the progress to update (see
-    :func:`pipeline_progress`), or None. Entered again by the same owner (around its instrument callbacks,
-    then around its passes), it yields the same progress."""
+    runs another already (then that one is the pipeline): yields the progress to update, or None. Entered
+    again by the same owner (around its instrument callbacks, then around its passes), it yields the same
+    progress."""
     state = _STATE
     if state.pipeline is not None:
         yield state.pipeline if state.pipeline_owner is owner else None
         return
-    state.pipeline, state.pipeline_owner = [time.perf_counter(), 0, max(passes - 1, 0)], owner
+    state.pipeline, state.pipeline_owner = PipelineProgress(passes), owner
     try:
         yield state.pipeline
     finally:

@@ -649,8 +649,8 @@ class Sequential(Pass):
         with pipeline_running(self, total) as progress:
             while i < n:
                 mod, i = self._run_from(i, mod, ctx, state)
-                if progress is not None:  # the enabled passes run, and those after the next
-                    progress[1:] = [enabled[i - 1], max(total - enabled[i - 1] - 1, 0)]
+                if progress is not None:
+                    progress.reached(enabled[i - 1], total)
         return mod
 
     def _enabled(self, ctx: PassContext) -> list[int]:
