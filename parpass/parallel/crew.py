@@ -30,16 +30,7 @@ from itertools import repeat
 from multiprocessing.connection import Connection, Listener
 from typing import TYPE_CHECKING, Protocol
 
-from parpass.parallel.protocol import (
-    FromWorker,
-    Hello,
-    OpenWave,
-    RunChunk,
-    Stop,
-    ToWorker,
-    decode_from_worker,
-    encode,
-)
+from parpass.parallel.protocol import FromWorker, Hello, RunChunk, Stop, ToWorker, decode_from_worker, encode
 from parpass.parallel.store import StoreReader, StoreWriter
 from parpass.parallel.wave import Busy, ProgressSlots, WaveHeader, remove, scratch_path, write_wave
 
@@ -306,8 +297,6 @@ class Crew(StoreKeeper):
         except BaseException:
             self.withdraw(path)
             raise
-        for seat in range(self.size):  # each opens it while the parent plans the chunks
-            self.send(seat, OpenWave(path))
         return path
 
     def withdraw(self, wave: str) -> None:

@@ -1,12 +1,12 @@
 """The messages between the parent and its resident workers, as typed msgspec structs.
 
 Every message is one msgpack frame on the worker's own connection. The parent
-sends :class:`OpenWave` (a wave is published: read it now), :class:`RunChunk`
-(run the chain of a wave on some functions) and :class:`Stop`; a worker
-answers each chunk with :class:`ChunkDone`, or with :class:`WorkerFailure`
-when it could not run the wave at all (its passes did not unpickle, say).
-What a pass emitted is carried as :class:`~parpass.parallel.capture.Emission`
-lists; an exception a pass raised, as :class:`TaskError`.
+sends :class:`RunChunk` (run the chain of a wave on some functions) and
+:class:`Stop`; a worker answers each chunk with :class:`ChunkDone`, or with
+:class:`WorkerFailure` when it could not run the wave at all (its passes did
+not unpickle, say). What a pass emitted is carried as
+:class:`~parpass.parallel.capture.Emission` lists; an exception a pass raised,
+as :class:`TaskError`.
 """
 
 from __future__ import annotations
@@ -16,16 +16,6 @@ from typing import Any, Union
 import msgspec
 
 from parpass.parallel.capture import Emission
-
-
-class OpenWave(msgspec.Struct, tag="open", array_like=True):
-    """The wave in file ``wave`` is published: read it now, while the parent hands out its chunks (no answer).
-
-    Opening a wave (its header, passes and context) took a worker 1.5-2.5 ms at each wave of a pipeline run
-    pass by pass, and began only when the first chunk came, after the parent had planned them all.
-    """
-
-    wave: str
 
 
 class RunChunk(msgspec.Struct, tag="chunk", array_like=True):
@@ -39,7 +29,7 @@ class Stop(msgspec.Struct, tag="stop", array_like=True):
     """End the worker's serving loop (the worker process itself stays in its pool)."""
 
 
-ToWorker = Union[OpenWave, RunChunk, Stop]
+ToWorker = Union[RunChunk, Stop]
 
 
 class Hello(msgspec.Struct, tag="hello", array_like=True):

@@ -51,7 +51,6 @@ from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import (
     ChunkDone,
     Hello,
-    OpenWave,
     RunChunk,
     StageEmissions,
     Stop,
@@ -84,10 +83,6 @@ _collect_every = _COLLECT_EVERY
 #: Whether a chunk froze what it built since this worker last collected (see run_chunk), and when it last did.
 _froze = False
 _collected_at = -_COLLECT_EVERY_MOST
-#: Seconds a worker that answered a chunk waits for another of the same wave before it closes the wave: the
-#: parent keeps two chunks in flight to a worker, so none coming means the wave has no more for it, and
-#: closing it then (~0.4 ms) is not paid when the next wave comes.
-_CLOSE_AFTER = 0.0005
 
 
 class FunctionNotSent(BaseException):
@@ -446,13 +441,8 @@ def serve(
                 if isinstance(message, Stop):
                     let_go = True
                     break
-                if isinstance(message, OpenWave):
-                    open_early(state, message.wave)
-                    continue
                 conn.send_bytes(encode(serve_chunk(state, message)))
                 served += 1
-                if not conn.poll(_CLOSE_AFTER):
-                    state.close_wave()
     except (EOFError, ConnectionError):  # the parent went away: nothing left to serve
         let_go = True
     finally:
@@ -509,15 +499,6 @@ def collect_frozen_garbage() -> None:
     _collected_at = time.monotonic()
     worth = found >= _WORTH_COLLECTING
     _collect_every = _COLLECT_EVERY if worth else min(2 * _collect_every, _COLLECT_EVERY_MOST)
-
-
-def open_early(state: Seat, wave: str) -> None:
-    """Open ``wave`` before its first chunk comes (see :class:`~parpass.parallel.protocol.OpenWave`); a wave
-    that cannot be opened is left for that chunk to report."""
-    try:
-        state.wave_of(wave)
-    except Exception:
-        state.close_wave()
 
 
 def serve_chunk(state: Seat, message: RunChunk) -> ChunkDone | WorkerFailure:
