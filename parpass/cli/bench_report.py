@@ -142,6 +142,10 @@ def amdahl(runs: Sequence[Run], configs: Sequence[int]) -> dict[str, Any]:
             "parallel_seconds": parallel,
             # of the workers' busy time, the passes' own calls; and those waves' time in the in-process runs
             "pass_seconds": _median([sum(w["pass_seconds"] for w in r.waves if w["parallel"]) for r in in_workers]),
+            # of the rest, keeping the results as bytes (absent from the waves of runs saved before it was measured)
+            "result_seconds": _median(
+                [sum(w.get("result_seconds", 0.0) for w in r.waves if w["parallel"]) for r in in_workers]
+            ),
             "pass_seconds_in_process": _median(
                 [
                     sum(w["wall"] for w in r.waves if not w["parallel"] and tuple(w["passes"]) in shipped)
@@ -169,11 +173,18 @@ def render_amdahl(summary: dict[str, Any]) -> str:
         passes, alone = figures["pass_seconds"], figures["pass_seconds_in_process"]
         if passes > 0:
             as_long = f", {passes / alone:.2f}x as long" if alone > 0 else ""
+            kept = figures.get("result_seconds", 0.0)
+            of_which = (
+                f"; of it, keeping the results as bytes (encoding, digesting and storing the functions the passes "
+                f"changed) {_fmt_time(kept)}"
+                if kept > 0
+                else ""
+            )
             lines.append(
                 f"of the workers' busy time ({c} workers): the passes' calls {_fmt_time(passes)} (the same waves "
                 f"in-process: {_fmt_time(alone)}{as_long}), the executor's own work "
                 f"{_fmt_time(max(figures['parallel_seconds'] - passes, 0.0))} (reading, decoding, encoding and "
-                "storing functions)"
+                f"storing functions{of_which})"
             )
         bounds = ", ".join(
             f"{value:.2f}x on {n} workers" if value is not None else f"- on {n} workers"

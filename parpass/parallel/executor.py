@@ -147,6 +147,9 @@ class WaveStats(msgspec.Struct):
     #: in a parallel wave, the part of ``worker_seconds`` the passes' calls took (wall, summed over the
     #: workers); the rest is the executor's own work there (reading, decoding, encoding and storing functions)
     pass_seconds: float = 0.0
+    #: of that work, keeping the results as bytes (encoding the functions the chain changed, digesting and
+    #: storing them), summed over the workers
+    result_seconds: float = 0.0
 
 
 def _others_running() -> int:
@@ -796,6 +799,7 @@ class ParallelExecutor:
                 misses=sum(r.misses for r in results),
                 stolen=run.stolen,
                 pass_seconds=sum(sum(r.stage_wall) for r in results),
+                result_seconds=sum(r.result_seconds for r in results),
             )
             self._remember(stats)
         return out

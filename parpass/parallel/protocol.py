@@ -113,6 +113,9 @@ class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     value_stage: list[int] = []
     value_at: list[int] = []
     values: list[bytes] = []
+    #: seconds of ``seconds`` spent keeping the chain's results as bytes for the parent (encoding the changed
+    #: functions, digesting and storing them): the price of a wave's results outliving its worker
+    result_seconds: float = 0.0
 
 
 class WorkerFailure(msgspec.Struct, tag="failure", array_like=True):

@@ -567,7 +567,9 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: Progress, slot: int
                 out.stage_cpu.append(time.process_time() - stage_cpu)
                 out.stage_waited.append(run_delay() - stage_waited)
             progress.idle(slot)
+            kept = time.perf_counter()
             _results(wave, indices, originals, funcs, failed, changed_by, store, out)
+            out.result_seconds = time.perf_counter() - kept
     finally:
         progress.idle(slot)
         # What the chunk built (the resident IR, mostly) leaves the collector's generations unscanned: with

@@ -564,6 +564,9 @@ def test_bench_tiny_with_json(tmp_path: Path) -> None:
     assert 0 < amdahl["serial_share"] <= 1 and set(amdahl["bound"]) == {"16", "64"}
     shipped = any(w["parallel"] for run in figures["runs"] for w in run["waves"])
     assert 0 <= amdahl["pass_seconds"] <= amdahl["parallel_seconds"] and (amdahl["pass_seconds"] > 0) == shipped
+    # keeping the results as bytes is part of the executor's work in the workers
+    assert 0 <= amdahl["result_seconds"] <= amdahl["parallel_seconds"] - amdahl["pass_seconds"]
+    assert (amdahl["result_seconds"] > 0) == shipped
     assert (f"of the workers' busy time ({workers} workers): the passes' calls " in out) == shipped
     # what the machine allowed, measured in the same run: the headroom, and the pipeline's own ceiling
     machine = figures["summary"]["machine"]
@@ -751,12 +754,17 @@ def test_bench_figures_are_medians_speedups_and_efficiencies() -> None:
         parallel = parallel and workers > 1
         waves = [{"passes": ["InferType"], "parallel": parallel, "reason": "parallel" if parallel else "estimated"}]
         # a parallel wave of 0.6 * wall, of which the parent's own 0.001 s; the workers busy 2 * t_a, of which
-        # the pass's calls 1.5 * t_a
+        # the pass's calls 1.5 * t_a and keeping the results as bytes 0.25 * t_a
         waves[0].update(
-            functions=100, parent_seconds=0.001, wall=0.6 * wall, worker_seconds=2 * t_a, pass_seconds=1.5 * t_a
+            functions=100,
+            parent_seconds=0.001,
+            wall=0.6 * wall,
+            worker_seconds=2 * t_a,
+            pass_seconds=1.5 * t_a,
+            result_seconds=0.25 * t_a,
         )
         if not parallel:
-            waves[0].update(parent_seconds=t_a, wall=t_a, worker_seconds=0.0, pass_seconds=0.0)
+            waves[0].update(parent_seconds=t_a, wall=t_a, worker_seconds=0.0, pass_seconds=0.0, result_seconds=0.0)
         return Run(workers, wall, {a: t_a, b: t_b}, depths, waves, wall / 2, [], True, wall * 0.75)
 
     runs = [run(1, 1.0, 0.1, 1.2), run(1, 3.0, 0.1, 3.2), run(1, 2.0, 0.1, 2.2)]
@@ -789,9 +797,18 @@ def test_bench_figures_are_medians_speedups_and_efficiencies() -> None:
     # the workers' busy time: the pass's calls (median of 0.75, 0.6 and 0: the in-process run shipped nothing)
     # against the same wave in the in-process runs (median of 1.0, 3.0, 2.0)
     assert amdahl["pass_seconds"] == pytest.approx(0.6) and amdahl["pass_seconds_in_process"] == 2.0
+    # of the executor's work, keeping the results as bytes: the median of 0.125, 0.1 and 0
+    assert amdahl["result_seconds"] == pytest.approx(0.1)
     busy = (
         "of the workers' busy time (4 workers): the passes' calls 600.0 ms (the same waves in-process: 2,000.0 ms, "
-        "0.30x as long), the executor's own work 200.0 ms (reading, decoding, encoding and storing functions)"
+        "0.30x as long), the executor's own work 200.0 ms (reading, decoding, encoding and storing functions; of "
+        "it, keeping the results as bytes (encoding, digesting and storing the functions the passes changed) "
+        "100.0 ms)"
     )
     assert busy in text
+    for r in runs:  # runs saved before the figure was measured: no such part printed
+        for w in r.waves:
+            w.pop("result_seconds")
+    old = render_amdahl(summarize(runs, [4], 2, {"sequential"}, leaf_kinds(pipeline)))
+    assert "(reading, decoding, encoding and storing functions)" in old and "keeping the results" not in old
     assert f"at most {2.2 / (serial + parallel / 16):.2f}x on 16 workers, {2.2 / (serial + parallel / 64):.2f}x" in text

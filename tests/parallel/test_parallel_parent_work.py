@@ -47,6 +47,29 @@ def test_a_bounded_owner_map_keeps_affinity_and_the_serial_bytes(monkeypatch: py
     assert sum(w.hits for w in later) > 0
 
 
+def test_a_wave_says_what_keeping_its_results_as_bytes_cost_the_workers(history) -> None:  # type: ignore[no-untyped-def]
+    """Part of the executor's own work in the workers, apart from the passes' calls; something when a pass
+    changed functions (each is encoded, digested and stored)."""
+    mod = random_module(num_functions=40, num_prim_funcs=0, size=8, seed=3)
+
+    @function_pass(opt_level=0, name="Tag")
+    def tag(func: relax.Function, m: IRModule, ctx: PassContext) -> relax.Function:
+        return func.with_attr("tagged", 1)
+
+    @function_pass(opt_level=0, name="Keep")
+    def keep(func: relax.Function, m: IRModule, ctx: PassContext) -> relax.Function:
+        return func
+
+    with parallel_ctx(2):
+        tag(mod)
+        changed = history[-1]
+        keep(mod)
+        unchanged = history[-1]
+    for wave in (changed, unchanged):
+        assert wave.parallel and 0.0 <= wave.result_seconds <= wave.worker_seconds - wave.pass_seconds
+    assert changed.result_seconds > 0.0
+
+
 def test_unsorted_targets_are_handed_out_as_sorted_ones() -> None:
     targets = [7, 3, 11, 5, 2, 13]
     sizes = [10, 40, 10, 25, 40, 5]
