@@ -175,8 +175,8 @@ def render_amdahl(summary: dict[str, Any]) -> str:
             as_long = f", {passes / alone:.2f}x as long" if alone > 0 else ""
             kept = figures.get("result_seconds", 0.0)
             of_which = (
-                f"; of it, keeping the results as bytes (encoding, digesting and storing the functions the passes "
-                f"changed) {_fmt_time(kept)}"
+                f"; of it, the results: encoding, digesting, storing and keeping resident the functions the passes "
+                f"changed, {_fmt_time(kept)}"
                 if kept > 0
                 else ""
             )

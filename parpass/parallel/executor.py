@@ -147,8 +147,8 @@ class WaveStats(msgspec.Struct):
     #: in a parallel wave, the part of ``worker_seconds`` the passes' calls took (wall, summed over the
     #: workers); the rest is the executor's own work there (reading, decoding, encoding and storing functions)
     pass_seconds: float = 0.0
-    #: of that work, keeping the results as bytes (encoding the functions the chain changed, digesting and
-    #: storing them), summed over the workers
+    #: of that work, the results: encoding the functions the chain changed, digesting, storing and keeping
+    #: them resident, summed over the workers
     result_seconds: float = 0.0
 
 

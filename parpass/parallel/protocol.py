@@ -113,8 +113,8 @@ class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     value_stage: list[int] = []
     value_at: list[int] = []
     values: list[bytes] = []
-    #: seconds of ``seconds`` spent keeping the chain's results as bytes for the parent (encoding the changed
-    #: functions, digesting and storing them): the price of a wave's results outliving its worker
+    #: seconds of ``seconds`` spent on the chain's results: encoding the functions it changed, digesting and
+    #: storing them (what lets them outlive this worker), keeping them resident
     result_seconds: float = 0.0
 
 

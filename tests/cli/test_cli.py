@@ -802,7 +802,7 @@ def test_bench_figures_are_medians_speedups_and_efficiencies() -> None:
     busy = (
         "of the workers' busy time (4 workers): the passes' calls 600.0 ms (the same waves in-process: 2,000.0 ms, "
         "0.30x as long), the executor's own work 200.0 ms (reading, decoding, encoding and storing functions; of "
-        "it, keeping the results as bytes (encoding, digesting and storing the functions the passes changed) "
+        "it, the results: encoding, digesting, storing and keeping resident the functions the passes changed, "
         "100.0 ms)"
     )
     assert busy in text
@@ -810,5 +810,5 @@ def test_bench_figures_are_medians_speedups_and_efficiencies() -> None:
         for w in r.waves:
             w.pop("result_seconds")
     old = render_amdahl(summarize(runs, [4], 2, {"sequential"}, leaf_kinds(pipeline)))
-    assert "(reading, decoding, encoding and storing functions)" in old and "keeping the results" not in old
+    assert "(reading, decoding, encoding and storing functions)" in old and "of it, the results" not in old
     assert f"at most {2.2 / (serial + parallel / 16):.2f}x on 16 workers, {2.2 / (serial + parallel / 64):.2f}x" in text
