@@ -21,7 +21,6 @@ STRICT = "parpass.strict"
 REPRODUCER = "parpass.reproducer"
 WORKER_CACHE = "parpass.worker_cache_mb"
 SCHEDULER = "parpass.scheduler"
-KEEP_RESULTS = "parpass.keep_results"
 
 register_config_option(
     NUM_WORKERS,
@@ -84,17 +83,6 @@ register_config_option(
 )
 
 
-register_config_option(
-    KEEP_RESULTS,
-    bool,
-    default=True,
-    doc="Within a pipeline, let the worker that ran a pass on a function keep the result decoded for the "
-    "pipeline's next pass instead of sending its bytes back (this machine's workers only); what reads the "
-    "function in the parent, and the pipeline's end, fetch it. A worker that dies holding such results then "
-    "fails the pipeline (WorkerCrashedError) instead of losing nothing; False: every wave's results come back.",
-)
-
-
 @dataclass(frozen=True)
 class ParallelConfig:
     """The executor's options as read from one PassContext."""
@@ -107,7 +95,6 @@ class ParallelConfig:
     reproducer: str
     cache_bytes: int
     scheduler: str = ""
-    keep_results: bool = False
 
     @classmethod
     def of(cls, ctx: PassContext) -> ParallelConfig:
@@ -121,7 +108,6 @@ class ParallelConfig:
             reproducer=str(cfg[REPRODUCER]),
             cache_bytes=int(float(cfg[WORKER_CACHE]) * 1e6),
             scheduler=str(cfg[SCHEDULER]),
-            keep_results=bool(cfg[KEEP_RESULTS]),
         )
         if out.num_workers > 1 and out.mode != "never" and not out.scheduler:
             _warn_if_oversubscribed(out.num_workers)
