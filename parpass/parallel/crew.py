@@ -30,7 +30,17 @@ from itertools import repeat
 from multiprocessing.connection import Connection, Listener
 from typing import TYPE_CHECKING, Protocol
 
-from parpass.parallel.protocol import FromWorker, Hello, RunChunk, Stop, ToWorker, decode_from_worker, encode
+from parpass.parallel.protocol import (
+    Fetched,
+    FetchKept,
+    FromWorker,
+    Hello,
+    RunChunk,
+    Stop,
+    ToWorker,
+    decode_from_worker,
+    encode,
+)
 from parpass.parallel.store import StoreReader, StoreWriter
 from parpass.parallel.wave import Busy, ProgressSlots, WaveHeader, remove, scratch_path, write_wave
 
@@ -185,7 +195,9 @@ class Crew(StoreKeeper):
 
         super().__init__()
         self.size = size
-        self.lacked = False  # each seat maps the whole wave file: it never lacks a function
+        self.lacked = False  # each seat maps the whole wave file: it lacks only what another keeps (see keeps)
+        #: its workers can keep a wave's results decoded until the parent fetches them (FetchKept)
+        self.keeps = True
         self.idle = idle
         self.last_used = time.monotonic()
         self.closed = False
@@ -271,6 +283,25 @@ class Crew(StoreKeeper):
     def run(self, seat: int, wave: str, indices: list[int]) -> None:
         """Send seat ``seat`` a chunk of the wave in file ``wave``."""
         self.send(seat, RunChunk(wave, indices))
+
+    def ask(self, seat: int, tokens: list[bytes], drop: list[bytes]) -> None:
+        """Ask seat ``seat`` for the bytes of the results its worker keeps under ``tokens`` (see
+        :class:`~parpass.parallel.protocol.FetchKept`), between waves; those under ``drop`` let go."""
+        self.send(seat, FetchKept(tokens, drop))
+
+    def answer(self, seat: int) -> Fetched:
+        """Seat ``seat``'s answer to :meth:`ask`."""
+        conn = self._conns[seat]
+        if conn is None:
+            raise CrewLost(f"crew seat {seat} is gone")
+        try:
+            answer = decode_from_worker(conn.recv_bytes())
+        except (EOFError, OSError) as err:
+            raise self._loss(f"crew seat {seat} (worker {self.pids[seat]}) closed its connection") from err
+        self.last_used = time.monotonic()
+        if not isinstance(answer, Fetched):
+            raise CrewLost(f"crew seat {seat} answered a fetch with {type(answer).__name__}")
+        return answer
 
     def receive(self, timeout: float) -> list[tuple[int, FromWorker]]:
         """The answers that arrive within ``timeout`` seconds, as (seat, message); raises :class:`CrewLost`."""

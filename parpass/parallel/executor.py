@@ -17,14 +17,15 @@ import contextlib
 import gc
 import itertools
 import logging
+import operator
 import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import add, is_
-from typing import NamedTuple, NoReturn, cast
+from typing import Any, NamedTuple, NoReturn, cast
 
 import cloudpickle
 import msgspec
@@ -52,15 +53,16 @@ from parpass.parallel.config import ParallelConfig
 from parpass.parallel.cost import DEFAULT_LATENCY, DEFAULT_OVERHEAD, CostModel
 from parpass.parallel.crew import CrewLike, CrewLost
 from parpass.parallel.error_chain import unpickled_chain
+from parpass.parallel.kept import FetchingCrew, Keeper, token_pid
 from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import ChunkDone, TaskError, WorkerFailure
 from parpass.parallel.reproducer import write_reproducer
 from parpass.parallel.schedule import CHUNK_SHARE, CLUSTER_CHUNK_SHARE, Dispatcher
 from parpass.parallel.store import Location, location_store, pack_locations, unpack_locations
-from parpass.parallel.wave import WaveHeader, scratch_dir
+from parpass.parallel.wave import KEPT, WaveHeader, scratch_dir
 from parpass.parallel.worker import pack_passes
 from parpass.transform.analysis import FunctionAnalysis
-from parpass.transform.context import PassContext, pipeline_progress
+from parpass.transform.context import PassContext, at_pipeline_end, pipeline_progress
 from parpass.transform.executor import ChainObserver, InlineExecutor, StageTiming, target_function, view_reason
 from parpass.transform.passes import FunctionLevelPass, attach_pass_note, visited_positions
 from parpass.transform.statistics import add_counts
@@ -180,6 +182,8 @@ class ParallelExecutor:
         self._inline_seconds = 0.0  # in-process work of the chains 'auto' probed and kept here
         #: per kinds of a chain (see _visit_key): the heads of the last module it ran on, and its targets there
         self._visited: dict[tuple[type[BaseFunc], ...], tuple[list[_Head], list[int]]] = {}
+        #: the results workers keep for a pipeline's next wave (see parpass.parallel.kept)
+        self.keeper = Keeper(_open_crew)
 
     def forget(self) -> None:
         """Drop everything learned so far (pass costs, pool overhead, passes that look up others, the in-process
@@ -721,6 +725,7 @@ class ParallelExecutor:
         """Run the wave ``sized`` in workers; ``probe``, if given, is what ran of it in-process first (the first
         pass on the first functions), which the workers take up from."""
         names = tuple(p.info.name for p in passes)
+        self._fetch_unless_taken(names, passes, cfg)
         with _collection_paused():
             shipped = _shipped(mod, names, sized.table, sized.unencoded)
         self._bytes_per_function = sum(shipped.sizes) / len(shipped.sizes)
@@ -742,7 +747,10 @@ class ParallelExecutor:
                     starting += began - asked_at
                     run = self._attempt(crew, wave, indices, sizes, cfg, names, mod, ctx, passes)
                     waited = time.perf_counter() - began
-                break
+                if run.void is None:
+                    break
+                # (out of the crew's block: a failure there ends its workers, and with them what they keep)
+                self._fetch_for_retry(run.void, names, cfg)
             except _LostElsewhere as lost:
                 log.info("pass %s: %s; running the wave again on a new crew", _label(names), lost)
         else:
@@ -761,7 +769,7 @@ class ParallelExecutor:
             observer = _AfterProbe(observer, probe.timing)
         try:
             with _collection_paused():
-                out = self._merge(run, mod, shipped.heads, probe, wave)
+                out = self._merge(run, mod, shipped.heads, probe, wave, self._kept_as(names, cfg))
             if probe is None and all(r.heads_keep_targets for r in results):
                 self._targets_hold(shipped.heads, out)
             _hand_values(results, passes, all_names)
@@ -804,6 +812,49 @@ class ParallelExecutor:
             self._remember(stats)
         return out
 
+    def _fetch_for_retry(self, void: _LostKept | _Lacked, names: tuple[str, ...], cfg: ParallelConfig) -> None:
+        """After an attempt void for results workers keep (a pass read one another worker keeps, or the worker
+        that keeps some is gone): fetch them all, so that the next attempt has bytes for every function; a lost
+        one raises WorkerCrashedError naming it and the pass that made it."""
+        if isinstance(void, _Lacked):
+            self._reads_others.add(names)  # its waves fetch first from now on
+            self.keeper.let_go(void.tokens, (cfg.scheduler, cfg.num_workers))
+        self.keeper.fetch_all()
+
+    def _fetch_unless_taken(
+        self, names: tuple[str, ...], passes: Sequence[FunctionLevelPass], cfg: ParallelConfig
+    ) -> None:
+        """Fetch the results workers keep unless this wave can take them as they are: they are kept by this
+        wave's workers, and its passes read no function but the one they transform."""
+        waiting = self.keeper.waiting()
+        if waiting and (waiting != {(cfg.scheduler, cfg.num_workers)} or self._reads(names, passes)):
+            self.keeper.fetch_all()
+
+    def _reads(self, names: tuple[str, ...], passes: Sequence[FunctionLevelPass]) -> bool:
+        """Whether the chain may read functions other than the one it transforms (said, or seen)."""
+        return names in self._reads_others or any(
+            p.reads_other_functions or p.info.name in self._looks_up for p in passes
+        )
+
+    def _keeps(self, crew: CrewLike, cfg: ParallelConfig, names: tuple[str, ...], reads: bool, probed: bool) -> bool:
+        """Whether a wave on ``crew`` leaves its results with its workers (see parpass.parallel.kept): they can,
+        the config lets them, its passes read no other function (``reads`` False: a worker would then look up
+        what another keeps), a pipeline runs with passes to come, whose end fetches what is left, and the
+        chain's results were not fetched before the next wave took them (a wave whose passes read any function
+        came next, or this process read them): that would add a round trip and save nothing. ``probed``: the
+        wave takes up from a first pass run here (its results are bytes here already)."""
+        if reads or probed or not (cfg.keep_results and getattr(crew, "keeps", False)):
+            return False
+        if not self.keeper.keeps(_label(names)):
+            return False
+        progress = pipeline_progress()
+        return progress is not None and progress[2] > 0 and at_pipeline_end(self.keeper.fetch_at_end)
+
+    def _kept_as(self, names: tuple[str, ...], cfg: ParallelConfig) -> _KeptAs:
+        """What a kept result becomes in the wave's result module: its slot's buffer."""
+        where, label = (cfg.scheduler, cfg.num_workers), _label(names)
+        return lambda tokens, names: self.keeper.keep(tokens, names, label, where)
+
     @staticmethod
     def _wave_input(
         pickled: bytes, mod: IRModule, ctx: PassContext, cfg: ParallelConfig, shipped: _Shipped, probe: _Probe | None
@@ -844,24 +895,20 @@ class ParallelExecutor:
         directory = scratch_dir()
         crew.begin_wave(directory)
         store_limit = max(_STORE_MIN, 4 * wave.nbytes // crew.size)
-        placed, probes = _place(crew, wave, directory, store_limit, mod)
+        placed, probes, digests = _place(crew, wave, directory, store_limit, mod, self.keeper)
         wave_path = ""
         try:
             try:
-                reads = names in self._reads_others or any(
-                    p.reads_other_functions or p.info.name in self._looks_up for p in passes
-                )
-                header = self._header(wave, crew, placed, store_limit, probes)
+                reads = self._reads(names, passes)
+                keep = self._keeps(crew, cfg, names, reads, bool(wave.probes))
+                header = self._header(wave, crew, placed, store_limit, probes, keep, digests)
                 wave_path = crew.publish(header, None if reads else indices)
             except CrewLost as lost:  # nothing of the wave ran
                 raise _LostElsewhere(lost) from lost
-            holder = cast("dict[bytes | None, int]", crew.owners).get  # None: a digest the parent lacks
-            owners = list(map(holder, map(wave.digests.__getitem__, indices)))
+            dispatcher = self._dispatcher(crew, wave, indices, sizes, cfg, names)
+            if dispatcher is None:  # a worker that kept some of the wave's inputs is gone
+                return _void_run(_LostKept())
             cost = self.cost_of(cfg.scheduler)
-            # a chunk carries at least _LATENCY_MULTIPLE round trips of work (in bytes of IR at the chain's rate)
-            floor = _LATENCY_MULTIPLE * cost.latency / max(cost.worker_rate(names), 1e-12)
-            share = CHUNK_SHARE if cost.workers_on_this_machine else CLUSTER_CHUNK_SHARE
-            dispatcher = Dispatcher(indices, sizes, owners, crew.size, floor, share)
             outstanding = [0] * crew.size
             run = _Run(whole_round_trips=not cost.workers_on_this_machine)
             for _ in range(_IN_FLIGHT):
@@ -874,17 +921,51 @@ class ParallelExecutor:
                     self._hand_out(crew, dispatcher, seat, wave_path, outstanding, run)
                 if cfg.timeout > 0:
                     self._check_timeout(crew, wave, names, mod, ctx, passes, cfg)
-            if crew.lacked:  # a chunk needed what its wave left out: send all of it next time
-                self._reads_others.add(names)
-            cost.record_latency(run.latencies)
-            run.stolen = dispatcher.stolen
-            _prune_owners(crew, run, wave.digests)
+            self._after_attempt(crew, run, dispatcher, wave, names, cost)
             return run
         except CrewLost as lost:
             self._fail_lost(crew, lost, names, wave.names, mod, ctx, passes, cfg)
         finally:  # withdrawn whatever ends the attempt, a signal right after publishing included
             if wave_path:
                 crew.withdraw(wave_path)
+
+    def _after_attempt(
+        self,
+        crew: CrewLike,
+        run: _Run,
+        dispatcher: Dispatcher,
+        wave: _WaveInput,
+        names: tuple[str, ...],
+        cost: CostModel,
+    ) -> None:
+        """What an attempt whose chunks all answered leaves to learn and to tidy."""
+        if crew.lacked:  # a chunk needed what its wave left out: send all of it next time
+            self._reads_others.add(names)
+        run.void = _Lacked.of(run)
+        cost.record_latency(run.latencies)
+        run.stolen = dispatcher.stolen
+        _prune_owners(crew, run, wave.digests)
+
+    def _dispatcher(
+        self,
+        crew: CrewLike,
+        wave: _WaveInput,
+        indices: list[int],
+        sizes: list[int],
+        cfg: ParallelConfig,
+        names: tuple[str, ...],
+    ) -> Dispatcher | None:
+        """Who runs what of the wave on ``crew`` (see :class:`~parpass.parallel.schedule.Dispatcher`); None
+        where a worker that keeps some of its inputs is no seat of the crew."""
+        try:
+            owners, pinned = _owners(crew, list(map(wave.digests.__getitem__, indices)), self.keeper)
+        except _LostKept:
+            return None
+        cost = self.cost_of(cfg.scheduler)
+        # a chunk carries at least _LATENCY_MULTIPLE round trips of work (in bytes of IR at the chain's rate)
+        floor = _LATENCY_MULTIPLE * cost.latency / max(cost.worker_rate(names), 1e-12)
+        share = CHUNK_SHARE if cost.workers_on_this_machine else CLUSTER_CHUNK_SHARE
+        return Dispatcher(indices, sizes, owners, crew.size, floor, share, pinned)
 
     @staticmethod
     def _header(
@@ -893,6 +974,8 @@ class ParallelExecutor:
         placed: tuple[list[int], list[int], list[int]],
         store_limit: int,
         probes: list[tuple[int, int, int, int]],
+        keep: bool = False,
+        digests: list[bytes | None] | None = None,
     ) -> WaveHeader:
         """What a wave's workers read first (see :class:`~parpass.parallel.wave.WaveHeader`)."""
         return WaveHeader(
@@ -903,10 +986,11 @@ class ParallelExecutor:
             *placed,
             wave.attrs,
             wave.record,
-            wave.digests,
+            wave.digests if digests is None else digests,
             wave.cache_bytes,
             store_limit,
             probes,
+            keep,
         )
 
     def _take(
@@ -928,6 +1012,9 @@ class ParallelExecutor:
             add_note(error, "parpass: remote traceback (worker process):\n" + answer.traceback.rstrip())
             self._fail_crash(error, names, [], [], mod, ctx, passes, cfg)
         assert isinstance(answer, ChunkDone) and answer.wave == wave_path
+        if answer.lacked:  # void: the attempt is run again once the kept results are fetched
+            run.lacked = True
+            return
         run.answered(seat, answer.seconds)
         # its results mapped and their holder noted now, while the workers still run: not after the last answer
         run.answers.append((seat, answer))
@@ -1034,7 +1121,14 @@ class ParallelExecutor:
     # ------------------------------------------------------------ merge, replay, errors
 
     @staticmethod
-    def _merge(run: _Run, mod: IRModule, heads: list[_Head], probe: _Probe | None, wave: _WaveInput) -> IRModule:
+    def _merge(
+        run: _Run,
+        mod: IRModule,
+        heads: list[_Head],
+        probe: _Probe | None,
+        wave: _WaveInput,
+        kept_as: _KeptAs | None = None,
+    ) -> IRModule:
         """The module after the wave: ``mod`` with what the probe and the workers changed, by module index.
 
         ``heads`` are the class and attributes of ``mod``'s functions, which a changed function keeps unless
@@ -1051,21 +1145,25 @@ class ParallelExecutor:
                     out.set_encoded_function(name, data, new)
                     heads[index] = (type(new), new.attrs)
         changed: list[int] = []
-        buffers: list[memoryview] = []
+        buffers: list[Any] = []  # views of stores, or what a kept result's slot reads (see _note_kept)
         starts: list[int] = []
         sizes: list[int] = []
         digests: list[bytes] = []
         locations: list[Location] = []
         new_heads: list[_Head] = []
         for (_, answer), stored in zip(run.answers, run.views, strict=True):
-            if stored is None:  # it changed nothing
+            if not answer.indices:  # it changed nothing
                 continue
+            first = len(changed)
             changed += answer.indices
             buffers += repeat(stored, len(answer.indices))
             starts += answer.offsets
             sizes += answer.lengths
             digests += answer.digests
             locations += pack_locations(answer.store, answer.offsets, answer.lengths)
+            if answer.kept:
+                assert kept_as is not None, "only a wave that said keep has results kept"
+                _note_kept(answer, first, all_names, wave, kept_as, (buffers, sizes, locations))
             start = len(new_heads)
             new_heads += map(heads.__getitem__, answer.indices)
             if answer.head_at:
@@ -1394,6 +1492,9 @@ class _Run:
         self.views: list[memoryview | None] = []  # per answer: the store its changed functions' new bytes lie in
         self.chunks = 0
         self.stolen = 0
+        self.lacked = False  # an answer said its chunk needed a function another worker keeps
+        #: why the attempt counts for nothing, for the caller to handle out of the crew's block (see _Lacked)
+        self.void: _Lacked | _LostKept | None = None
         #: what chunks cost beyond their work, one sample per chunk after a seat's first, or per seat's first
         #: with ``whole_round_trips`` (see :meth:`answered`)
         self.latencies: list[float] = []
@@ -1430,12 +1531,90 @@ class _Run:
         self._answered_at[seat] = now
 
 
+def _void_run(void: _LostKept) -> _Run:
+    run = _Run()
+    run.void = void
+    return run
+
+
 class _LostElsewhere(Exception):
     """A wave's crew was lost to a fault of none of its functions: the wave runs again on a new crew."""
 
     def __init__(self, lost: CrewLost) -> None:
         super().__init__(str(lost))
         self.lost = lost
+
+
+def _open_crew(scheduler: str, workers: int) -> contextlib.AbstractContextManager[FetchingCrew]:
+    """The crew of ``workers`` workers of ``scheduler``'s backend, for fetching what they keep."""
+    return cast("contextlib.AbstractContextManager[FetchingCrew]", backend_mod.backend_for(scheduler).crew(workers))
+
+
+def _owners(crew: CrewLike, inputs: list[bytes | None], keeper: Keeper) -> tuple[list[int | None], list[bool]]:
+    """The seat holding each of a wave's ``inputs`` (digests; None: the parent lacks it) resident, if any, and
+    whether it must run there: a result a worker keeps (see parpass.parallel.kept) has no bytes elsewhere.
+    Raises :class:`_LostKept` for one whose worker no seat has."""
+    holder = cast("dict[bytes | None, int]", crew.owners).get
+    owners = list(map(holder, inputs))
+    pinned = list(map(keeper.unfetched_tokens.__contains__, inputs))
+    if any(pinned):  # a kept result's token names the worker that made it, which alone can run it
+        seats = {pid: seat for seat, pid in enumerate(getattr(crew, "pids", ()))}
+        for at in itertools.compress(range(len(inputs)), pinned):
+            if owners[at] is None:  # (its answer noted its seat, unless pruned since)
+                owners[at] = seats.get(token_pid(cast("bytes", inputs[at])) or 0)
+        if None in itertools.compress(owners, pinned):
+            raise _LostKept()
+        keeper.took(cast("list[bytes]", list(itertools.compress(inputs, pinned))))
+    return owners, pinned
+
+
+class _Lacked(Exception):
+    """A chunk of the attempt needed a function another worker keeps (see parpass.parallel.kept): the attempt
+    counts for nothing (``tokens``: what its other chunks kept, to let go), and runs again after a fetch."""
+
+    def __init__(self, tokens: list[bytes]) -> None:
+        super().__init__("a chunk needed a function another worker keeps")
+        self.tokens = tokens
+
+    @classmethod
+    def of(cls, run: _Run) -> _Lacked | None:
+        """What voids an attempt one of whose chunks answered that it lacked such a function; None if none did."""
+        if not run.lacked:
+            return None
+        return cls([answer.digests[at] for _, answer in run.answers for at in answer.kept])
+
+
+class _LostKept(Exception):
+    """A function of the wave is kept by a worker no seat of the crew has: it died, or was let go."""
+
+
+#: What kept results become in the wave's result module (tokens, function names -> their slots' buffers).
+_KeptAs = Callable[[list[bytes], list[str]], Sequence[object]]
+#: The location a kept result has in the module (store number 0 is never a store's: see store_number).
+_KEPT_LOCATION: Location = (0, 0, 0)
+
+
+def _note_kept(
+    answer: ChunkDone,
+    first: int,
+    names: list[str],
+    wave: _WaveInput,
+    kept_as: _KeptAs,
+    columns: tuple[list[object], list[int], list[Location]],
+) -> None:
+    """Point the merge's columns (``buffers``, ``sizes``, ``locations``; ``answer``'s results from ``first``)
+    at the results ``answer``'s worker keeps: each a buffer fetched when read, its size estimated from its input."""
+    buffers, sizes, locations = columns
+    indices = list(map(answer.indices.__getitem__, answer.kept))
+    made = kept_as(list(map(answer.digests.__getitem__, answer.kept)), list(map(names.__getitem__, indices)))
+    places = [first + at for at in answer.kept]
+    deque(map(buffers.__setitem__, places, made), maxlen=0)
+    deque(map(sizes.__setitem__, places, repeat(_KEPT_SIZE)), maxlen=0)
+    deque(map(locations.__setitem__, places, repeat(_KEPT_LOCATION)), maxlen=0)
+
+
+#: The size a kept result is estimated at when its input's is unknown (a kept result's, say): IR of a function.
+_KEPT_SIZE = 2500
 
 
 def _rebuild(
@@ -1494,36 +1673,76 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
 
 
 def _place(
-    crew: CrewLike, wave: _WaveInput, directory: str, store_limit: int, mod: IRModule
-) -> tuple[tuple[list[int], list[int], list[int]], list[tuple[int, int, int, int]]]:
+    crew: CrewLike, wave: _WaveInput, directory: str, store_limit: int, mod: IRModule, keeper: Keeper | None = None
+) -> tuple[tuple[list[int], list[int], list[int]], list[tuple[int, int, int, int]], list[bytes | None]]:
     """Where the crew reads each function's bytes, as columns (store, offset, length), and each probe's
     result, ``(index, store, offset, length)``: bytes no live store holds go into the parent's own store
-    (once for the crew's life; ``mod`` records where)."""
+    (once for the crew's life; ``mod`` records where); a result a worker keeps (see ``keeper``) lies where its
+    fetch put it, or, not fetched, nowhere (:data:`~parpass.parallel.wave.KEPT`: only that worker has it).
+    Third, the functions' digests as the wave sends them: a fetched result's is that of its bytes, not its
+    token (another worker may hold the same bytes from a run before)."""
     probed: list[tuple[str, int, int, int]] = []  # (store, index, offset, length) of each probe's result
     if wave.probes:
         store, offsets = crew.place(directory, store_limit, [data for _, data in wave.probes])
         for (index, data), offset in zip(wave.probes, offsets, strict=True):
             probed.append((store, index, offset, len(data)))
-    columns = unpack_locations(wave.locations, list(crew.stores))
+    locations: list[Location | None] = wave.locations
+    digests = wave.digests
+    waiting: list[int] = []  # kept by a worker, not fetched
+    if keeper is not None and _KEPT_LOCATION in locations:
+        locations, digests = list(locations), list(digests)
+        kept = list(itertools.compress(range(len(locations)), map(operator.eq, locations, repeat(_KEPT_LOCATION))))
+        tokens = list(map(wave.digests.__getitem__, kept))
+        unfetched = list(map(keeper.unfetched_tokens.__contains__, tokens))
+        waiting = list(itertools.compress(kept, unfetched))
+        deque(map(locations.__setitem__, waiting, repeat(None)), maxlen=0)
+        fetched = list(itertools.compress(kept, map(operator.not_, unfetched)))
+        for i, place in zip(fetched, keeper.places(list(map(wave.digests.__getitem__, fetched))), strict=True):
+            if place is not None:
+                locations[i], digests[i] = place
+            else:  # its slot holds the bytes now
+                locations[i] = None
+    columns = None if waiting else unpack_locations(locations, list(crew.stores))
     if columns is None:
-        locations = list(wave.locations)
-        unplaced = [i for i, at in enumerate(locations) if at is None or location_store(at) not in crew.stores]
+        locations = list(locations)
+        skip = set(waiting)
+        unplaced = [
+            i
+            for i, at in enumerate(locations)
+            if i not in skip and (at is None or location_store(at) not in crew.stores)
+        ]
         blobs = [mod.encoded_buffer(wave.names[i]) for i in unplaced]
         path, offsets = crew.place(directory, store_limit, blobs)
         placed = pack_locations(path, offsets, list(map(len, blobs)))
         for i, location in zip(unplaced, placed, strict=True):
             locations[i] = location
         mod.record_locations([wave.names[i] for i in unplaced], placed, unplaced)
-        columns = unpack_locations(locations, list(crew.stores))
-        assert columns is not None, "every function was just placed in a live store"
+        columns = _kept_columns(locations, waiting, list(crew.stores))
     live = {path: i for i, path in enumerate(crew.stores)}
-    return columns, [(index, live[store], offset, length) for store, index, offset, length in probed]
+    return columns, [(index, live[store], offset, length) for store, index, offset, length in probed], digests
+
+
+def _kept_columns(
+    locations: list[Location | None], waiting: list[int], live: list[str]
+) -> tuple[list[int], list[int], list[int]]:
+    """``locations`` as columns (see unpack_locations), those at ``waiting`` (no bytes anywhere but in the
+    worker that keeps them) as :data:`~parpass.parallel.wave.KEPT`."""
+    stand_in = next((at for at in locations if at is not None), None)
+    if stand_in is None:  # every function of the module is kept
+        return [KEPT] * len(locations), [0] * len(locations), [0] * len(locations)
+    deque(map(locations.__setitem__, waiting, repeat(stand_in)), maxlen=0)
+    columns = unpack_locations(locations, live)
+    assert columns is not None, "every function was just placed in a live store, or is kept"
+    where, offsets, lengths = columns
+    for column, value in ((where, KEPT), (offsets, 0), (lengths, 0)):
+        deque(map(column.__setitem__, waiting, repeat(value)), maxlen=0)
+    return where, offsets, lengths
 
 
 def _mapped(crew: CrewLike, seat: int, answer: ChunkDone) -> memoryview | None:
     """The store ``answer``'s worker wrote the new bytes of the functions it changed to, as one view (mapped
     again only where it grew since; the file outlives a worker that dies); None if it changed none."""
-    if not answer.indices:
+    if not answer.store:  # it stored nothing (it changed nothing, or keeps what it changed)
         return None
     reader = crew.store(seat, answer.store)  # in answer order: a store the seat left is retired
     return reader.view(0, max(map(add, answer.offsets, answer.lengths)))

@@ -29,7 +29,15 @@ class Stop(msgspec.Struct, tag="stop", array_like=True):
     """End the worker's serving loop (the worker process itself stays in its pool)."""
 
 
-ToWorker = Union[RunChunk, Stop]
+class FetchKept(msgspec.Struct, tag="fetch", array_like=True):
+    """Encode the results this worker keeps under ``tokens`` into its store and say where they lie
+    (:class:`Fetched`); those under ``drop`` are needed no more (see :attr:`ChunkDone.kept`)."""
+
+    tokens: list[bytes]
+    drop: list[bytes] = []
+
+
+ToWorker = Union[RunChunk, Stop, FetchKept]
 
 
 class Hello(msgspec.Struct, tag="hello", array_like=True):
@@ -116,6 +124,25 @@ class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     #: seconds of ``seconds`` spent on the chain's results: encoding the functions it changed, digesting and
     #: storing them (what lets them outlive this worker), keeping them resident
     result_seconds: float = 0.0
+    #: positions in ``indices`` of the results this worker keeps decoded instead of storing them (the wave said
+    #: ``keep``): their ``digests`` are tokens naming them here, their offsets and lengths 0
+    kept: list[int] = []
+    #: the chunk needed a function its wave left with the worker that made it: nothing of it counts
+    lacked: bool = False
+
+
+class Fetched(msgspec.Struct, tag="fetched", array_like=True):
+    """The answer to :class:`FetchKept`: where each result lies in ``store`` and the digest of its bytes; ``lost``
+    the tokens this worker does not hold (it is not the one that made them, or it was let go since)."""
+
+    store: str = ""
+    tokens: list[bytes] = []  # the results fetched, in the order of offsets, lengths and digests
+    offsets: list[int] = []
+    lengths: list[int] = []
+    digests: list[bytes] = []
+    lost: list[bytes] = []
+    #: results that hold a value the IR cannot encode, with the error
+    unencodable: list[tuple[bytes, str]] = []
 
 
 class WorkerFailure(msgspec.Struct, tag="failure", array_like=True):
@@ -126,7 +153,7 @@ class WorkerFailure(msgspec.Struct, tag="failure", array_like=True):
     traceback: str
 
 
-FromWorker = Union[Hello, ChunkDone, WorkerFailure]
+FromWorker = Union[Hello, ChunkDone, WorkerFailure, Fetched]
 
 _encoder = msgspec.msgpack.Encoder()
 _to_worker: msgspec.msgpack.Decoder[ToWorker] = msgspec.msgpack.Decoder(ToWorker)

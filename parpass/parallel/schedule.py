@@ -13,7 +13,9 @@ that), so that few round trips carry most of the work and the end of the
 queue stays small. A seat whose queue is empty steals half of what is
 left in the fullest queue, from its small end: balance does not depend on the
 digests being spread evenly, and a stolen function only costs the thief a
-decode.
+decode. A function only its holder can run (``pinned``: it keeps the function
+decoded and no store has its bytes) is never stolen: it heads its holder's
+queue, which runs it first.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class Dispatcher:
         seats: int,
         floor: float = 0.0,
         share: float = CHUNK_SHARE,
+        pinned: Sequence[bool] | None = None,
     ) -> None:
         if not 0.0 < share <= 1.0:
             raise ValueError(f"Dispatcher: a chunk's share must be in (0, 1], got {share!r}")
@@ -68,8 +71,14 @@ class Dispatcher:
         if len(targets) != len(sizes) or len(targets) != len(owners):
             raise ValueError("Dispatcher: targets, sizes and owners differ in length")
         # The queues hold positions in ``targets`` (sorted, so that positions order as the indices do).
+        if pinned is None:
+            pinned = [False] * len(targets)
+        if len(pinned) != len(targets):
+            raise ValueError("Dispatcher: targets and pinned differ in length")
         if list(targets) != sorted(targets):
-            targets, sizes, owners = map(list, zip(*sorted(zip(targets, sizes, owners, strict=True)), strict=True))
+            targets, sizes, owners, pinned = map(
+                list, zip(*sorted(zip(targets, sizes, owners, pinned, strict=True)), strict=True)
+            )
         self._targets = list(targets)
         size = self._size = list(sizes)
         mine, nobody = _by_owner(owners, self.seats)
@@ -82,8 +91,12 @@ class Dispatcher:
                 mine[seat].append(position)
                 heapq.heapreplace(least, (work + size[position], seat))
             mine = [sorted(q) for q in mine]
-        # Largest first: the small end of each queue is what goes last, or to a thief.
-        self._queues = [_largest_first(q, size) for q in mine]
+        # Largest first: the small end of each queue is what goes last, or to a thief; the pinned ones, which no
+        # thief may take, before the others.
+        self._queues = [_largest_first([p for p in q if pinned[p]], size) for q in mine]
+        self._pinned_end = [len(q) for q in self._queues]
+        for queue, q in zip(self._queues, mine, strict=True):
+            queue += _largest_first([p for p in q if not pinned[p]], size)
         self._sums = [_running_sums(q, size) for q in self._queues]
         self._lo = [0] * self.seats
         self._hi = [len(q) for q in self._queues]
@@ -95,10 +108,11 @@ class Dispatcher:
         """Functions not handed out yet."""
         return sum(self._hi) - sum(self._lo)
 
-    def _queued(self, seat: int) -> int:
-        """The work (summed sizes) left in ``seat``'s queue."""
+    def _stealable(self, seat: int) -> int:
+        """The work (summed sizes) left in ``seat``'s queue that a thief may take."""
         sums = self._sums[seat]
-        return sums[self._hi[seat]] - sums[self._lo[seat]]
+        start = max(self._lo[seat], self._pinned_end[seat])
+        return max(sums[self._hi[seat]] - sums[start], 0)
 
     def next_chunk(self, seat: int) -> list[int]:
         """The next functions for ``seat`` (in module order); empty when the whole wave is handed out.
@@ -121,9 +135,9 @@ class Dispatcher:
     def _steal(self, thief: int) -> None:
         """Move to ``thief``'s (empty) queue the small end of the fullest queue: the fewest functions
         whose sizes reach half of its work (at least one)."""
-        victim = max(range(self.seats), key=lambda s: (self._queued(s), -s))
-        lo, hi = self._lo[victim], self._hi[victim]
-        if lo == hi:
+        victim = max(range(self.seats), key=lambda s: (self._stealable(s), -s))
+        lo, hi = max(self._lo[victim], self._pinned_end[victim]), self._hi[victim]
+        if lo >= hi:
             return
         sums = self._sums[victim]
         top = sums[hi]
@@ -135,6 +149,7 @@ class Dispatcher:
         self._queues[thief] = taken
         self._sums[thief] = _running_sums(taken, self._size)
         self._lo[thief], self._hi[thief] = 0, len(taken)
+        self._pinned_end[thief] = 0
         self.stolen += len(taken)
 
 

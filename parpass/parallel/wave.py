@@ -61,6 +61,12 @@ class WaveHeader(msgspec.Struct, frozen=True, array_like=True):
     #: functions whose chain starts at its second pass (the first ran in the parent): (index, store, offset,
     #: length) of the bytes to start from
     probes: list[tuple[int, int, int, int]]
+    #: keep the chain's results decoded in the worker instead of storing them (see ChunkDone.kept)
+    keep: bool = False
+
+
+#: ``where`` of a function no store holds: the worker that made it keeps it decoded (its digest is its token)
+KEPT = -1
 
 
 #: Environment variable naming the directory for scratch files (default: /dev/shm, else the temp directory).

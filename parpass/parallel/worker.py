@@ -24,11 +24,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import itertools
 import linecache
 import os
 import time
 import traceback
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Protocol
@@ -50,6 +51,8 @@ from parpass.parallel.load import run_delay
 from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import (
     ChunkDone,
+    Fetched,
+    FetchKept,
     Hello,
     RunChunk,
     StageEmissions,
@@ -61,7 +64,7 @@ from parpass.parallel.protocol import (
 )
 from parpass.parallel.resident import ResidentCache
 from parpass.parallel.store import StoreReader, StoreWriter
-from parpass.parallel.wave import ProgressSlots, WaveFile, WaveHeader
+from parpass.parallel.wave import KEPT, ProgressSlots, WaveFile, WaveHeader, scratch_dir
 from parpass.transform.analysis import FunctionAnalysis
 from parpass.transform.context import PassContext, inside_pass
 from parpass.transform.executor import view_reason
@@ -83,6 +86,29 @@ _collect_every = _COLLECT_EVERY
 #: Whether a chunk froze what it built since this worker last collected (see run_chunk), and when it last did.
 _froze = False
 _collected_at = -_COLLECT_EVERY_MOST
+
+#: The results this worker keeps decoded for the parent (waves that said ``keep``), by token, until the parent
+#: fetches their bytes or lets them go (FetchKept); a token names its worker (see _new_token).
+_kept: dict[bytes, BaseFunc] = {}
+_tokens = itertools.count()
+#: Bytes past which a store that took fetched results starts a new one (as a wave's store_limit does).
+_FETCH_STORE_LIMIT = 1 << 28
+
+
+def _new_token() -> bytes:
+    """A name for a kept result, unique among this parent's workers: b"K", this process id, a counter (17 bytes,
+    so never equal to a digest)."""
+    return b"K" + os.getpid().to_bytes(8, "little") + next(_tokens).to_bytes(8, "little")
+
+
+def token_pid(token: bytes) -> int | None:
+    """The process id of the worker that keeps (or kept) the result ``token`` names; None for a digest."""
+    if len(token) != _TOKEN_SIZE or token[:1] != b"K":
+        return None
+    return int.from_bytes(token[1:9], "little")
+
+
+_TOKEN_SIZE = 17
 
 
 class FunctionNotSent(BaseException):
@@ -238,6 +264,8 @@ class _Wave:
         self.probes = {index: (where, offset, length) for index, where, offset, length in header.probes}
         self._probe_digests: dict[int, bytes] = {}
         self._computed: dict[int, bytes] = {}  # digests of the wave's functions the parent did not know
+        #: the chunk being run needed a function kept by another worker (see _bytes): its answer is void
+        self.missed = False
         self.views: list[IRModule] = [self._input_view()]
         for stage in range(1, len(self.passes)):
             self.views.append(self._stage_view(stage))
@@ -252,8 +280,16 @@ class _Wave:
         """The digest of function ``index``'s bytes: sent by the parent, else computed here (once a wave)."""
         known = self.file.header.digests[index] or self._computed.get(index)
         if not known:
-            known = self._computed[index] = digest_of(self.file.function_bytes(index))
+            known = self._computed[index] = digest_of(self._bytes(index))
         return known
+
+    def _bytes(self, index: int) -> memoryview:
+        """Function ``index``'s bytes; :class:`FunctionNotSent` for one that another worker keeps decoded (it
+        made it, and the parent has not fetched it): the chunk's answer then says so, and counts for nothing."""
+        if self.file.header.where[index] == KEPT:
+            self.missed = True
+            raise FunctionNotSent(index)
+        return self.file.function_bytes(index)
 
     def input(self, index: int) -> BaseFunc:
         """Function ``index`` as the wave gets it: resident if this worker holds it, else decoded.
@@ -268,9 +304,9 @@ class _Wave:
         digest = self.digest(index)
         func = self.cache.get(digest)
         if func is None:
-            func = self._pinned.get(index)
+            func = self._pinned.get(index) or _kept.get(digest)
         if func is None:
-            data = self.file.function_bytes(index)
+            data = self._bytes(index)
             func = decode_function(data, f"@{self.file.header.names[index]}")
             self.misses += 1
             self.cache.put(digest, func, len(data))
@@ -441,6 +477,9 @@ def serve(
                 if isinstance(message, Stop):
                     let_go = True
                     break
+                if isinstance(message, FetchKept):
+                    conn.send_bytes(encode(fetch_kept(state, message)))
+                    continue
                 conn.send_bytes(encode(serve_chunk(state, message)))
                 served += 1
     except (EOFError, ConnectionError):  # the parent went away: nothing left to serve
@@ -501,9 +540,48 @@ def collect_frozen_garbage() -> None:
     _collect_every = _COLLECT_EVERY if worth else min(2 * _collect_every, _COLLECT_EVERY_MOST)
 
 
+def fetch_kept(state: Seat, message: FetchKept) -> Fetched:
+    """The bytes of the kept results ``message.tokens``, appended to this worker's store; each then resident
+    under its token and its digest (evicted as any), no longer kept."""
+    for token in message.drop:
+        _kept.pop(token, None)
+    out = Fetched()
+    blobs: list[bytes] = []
+    for token in message.tokens:
+        func = _kept.pop(token, None)
+        if func is None:
+            out.lost.append(token)
+            continue
+        try:
+            data = encode_function(func)
+        except Exception as err:  # a value the IR cannot hold: the parent names the pass and the function
+            out.unencodable.append((token, f"{type(err).__name__}: {err}"))
+            continue
+        digest = digest_of(data)
+        state.cache.put(digest, func, len(data))
+        state.cache.put(token, func, len(data))
+        out.tokens.append(token)
+        out.lengths.append(len(data))
+        out.digests.append(digest)
+        blobs.append(data)
+    if blobs:
+        out.store, out.offsets = state.store.append(scratch_dir(), _FETCH_STORE_LIMIT, blobs)
+    return out
+
+
 def serve_chunk(state: Seat, message: RunChunk) -> ChunkDone | WorkerFailure:
     try:
-        return run_chunk(state.wave_of(message.wave), message.indices, state.progress, state.seat, state.store)
+        wave = state.wave_of(message.wave)
+        try:
+            done = run_chunk(wave, message.indices, state.progress, state.seat, state.store)
+        except FunctionNotSent:
+            done = ChunkDone(message.wave)
+            wave.missed = True
+        if wave.missed:  # it needed what another worker keeps: void (its own kept results go)
+            for at in done.kept:
+                _kept.pop(done.digests[at], None)
+            return ChunkDone(message.wave, lacked=True)
+        return done
     except BaseException as err:  # a wave this worker cannot run at all: the parent reports it
         if state.wave is not None:
             state.wave.close()
@@ -524,6 +602,7 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: Progress, slot: int
         capture, recorder, ctx, views = wave.capture, wave.recorder, wave.ctx, wave.views
         wave.recomputed = [0] * len(wave.passes)
         wave.hits = wave.misses = 0
+        wave.missed = False
         # Everything here is part of the application of a pass the parent numbered (opt-bisect).
         with capture, ctx, inside_pass():
             # Decoded together, then pass by pass, as the serial run goes: a pass's code and data stay
@@ -597,8 +676,8 @@ def _results(
 ) -> None:
     """Encode what the chain changed into ``store``, keep every final function resident, list the results."""
     header = wave.file.header
-    cache = wave.cache
     blobs: list[bytes] = []
+    stored: list[int] = []  # the positions in out.indices of the results stored (the others are kept)
     distinct: dict[tuple[bool, bytes], int] = {}  # the chunk's new heads so far, by kind and encoded attributes
     for k, index in enumerate(indices):
         func, original = funcs[k], originals[k]
@@ -608,15 +687,13 @@ def _results(
             out.same.append(index)
             out.same_digests.append(wave.chunk_digest(index))
             continue
-        try:
-            data = encode_function(func)
-        except Exception as err:  # a value the IR cannot hold: an error of the pass that returned it
-            stage = changed_by[k]
-            attach_pass_note(err, wave.passes[stage].info.name, header.names[index])
-            out.errors.append(_task_error(stage, index, err))
+        made = _result(wave, func, index, changed_by[k], out)
+        if made is None:
             continue
-        digest = digest_of(data)
-        cache.put(digest, func, len(data))
+        data, digest = made
+        if data:
+            stored.append(len(out.indices))
+            blobs.append(data)
         if not header.digests[index] and index not in wave.probes:  # the parent's bytes, digested here
             out.learned.append(index)
             out.learned_digests.append(wave.digest(index))
@@ -630,9 +707,30 @@ def _results(
         out.indices.append(index)
         out.lengths.append(len(data))
         out.digests.append(digest)
-        blobs.append(data)
+    out.offsets = [0] * len(out.indices)
     if blobs:
-        out.store, out.offsets = store.append(os.path.dirname(wave.file.path), header.store_limit, blobs)
+        out.store, offsets = store.append(os.path.dirname(wave.file.path), header.store_limit, blobs)
+        deque(map(out.offsets.__setitem__, stored, offsets), maxlen=0)
+
+
+def _result(wave: _Wave, func: BaseFunc, index: int, stage: int, out: ChunkDone) -> tuple[bytes, bytes] | None:
+    """The bytes and digest of ``func``, the chain's result for function ``index`` (resident here from now);
+    for a wave that keeps its results, no bytes and a token naming it here (see ChunkDone.kept); None for a
+    value the IR cannot hold (an error of pass ``stage``, in ``out``)."""
+    if wave.file.header.keep:
+        token = _new_token()
+        _kept[token] = func
+        out.kept.append(len(out.indices))
+        return b"", token
+    try:
+        data = encode_function(func)
+    except Exception as err:  # a value the IR cannot hold: an error of the pass that returned it
+        attach_pass_note(err, wave.passes[stage].info.name, wave.file.header.names[index])
+        out.errors.append(_task_error(stage, index, err))
+        return None
+    digest = digest_of(data)
+    wave.cache.put(digest, func, len(data))
+    return data, digest
 
 
 def _drop_values(passes: Sequence[FunctionLevelPass]) -> None:

@@ -8,9 +8,10 @@ the one around it, as in TVM.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -56,6 +57,8 @@ class _ThreadState(threading.local):
         self.depth = 0  # pass applications this thread is inside
         self.pipeline: PipelineProgress | None = None  # of the pipeline this thread runs (its outermost Sequential)
         self.pipeline_owner: object = None
+        #: what runs when that pipeline ends (see at_pipeline_end)
+        self.pipeline_end: list[Callable[[], None]] = []
 
 
 _STATE = _ThreadState()
@@ -103,10 +106,37 @@ def pipeline_running(owner: object, passes: int) -> Iterator[PipelineProgress | 
         yield state.pipeline if state.pipeline_owner is owner else None
         return
     state.pipeline, state.pipeline_owner = PipelineProgress(passes), owner
+    failed = False
     try:
         yield state.pipeline
+    except BaseException:
+        failed = True
+        raise
     finally:
         state.pipeline = state.pipeline_owner = None
+        _end_pipeline(state, failed)
+
+
+def at_pipeline_end(callback: Callable[[], None]) -> bool:
+    """Have ``callback`` run when the pipeline this thread runs ends (before its result is returned), once;
+    False, nothing registered, where no pipeline runs. What it raises is the pipeline's error, unless the
+    pipeline ended by raising one already (then that one goes on)."""
+    state = _STATE
+    if state.pipeline is None:
+        return False
+    if callback not in state.pipeline_end:
+        state.pipeline_end.append(callback)
+    return True
+
+
+def _end_pipeline(state: _ThreadState, failed: bool) -> None:
+    callbacks, state.pipeline_end = state.pipeline_end, []
+    for callback in callbacks:
+        if failed:
+            with contextlib.suppress(Exception):
+                callback()
+        else:
+            callback()
 
 
 @contextmanager

@@ -1,0 +1,187 @@
+"""Results kept in the workers between a pipeline's waves (config ``parpass.keep_results``).
+
+With the key on, a wave whose passes read no other function leaves each result
+with the worker that made it; these tests check that runs stay the serial run
+byte for byte and callback for callback, that what the pipeline returns needs
+no worker, that a pass reading what another worker keeps still gets it, that
+a worker that dies holding kept results fails the call clearly without
+touching the caller's module, and the pieces (pinning, the pipeline's end,
+learning which chains not to keep) on their own.
+"""
+
+from __future__ import annotations
+
+import pytest
+from parallel_support import KillsAWorkerAfter, Recorder, module_bytes
+
+from parpass.errors import WorkerCrashedError
+from parpass.ir import IRModule, relax
+from parpass.parallel import default_executor, get_backend
+from parpass.parallel.schedule import Dispatcher
+from parpass.passes import CanonicalizeBindings, EliminateCommonSubexpr, FoldConstant, InferType, RemoveNoOp, Simplify
+from parpass.testing import random_module
+from parpass.transform import PassContext, Sequential, function_pass
+from parpass.transform.context import at_pipeline_end
+
+KEEP = {"parpass.keep_results": True}
+
+
+@pytest.fixture(autouse=True)
+def _unlearned() -> None:
+    """Each test starts with no chain known to lose by keeping (see Keeper.fetched_early)."""
+    default_executor.keeper.fetched_early.clear()
+
+
+def _pipeline() -> Sequential:
+    """Passes that read no other function after one that does: the middle ones keep their results."""
+    return Sequential(
+        [InferType(), CanonicalizeBindings(), FoldConstant(), EliminateCommonSubexpr(), Simplify(), RemoveNoOp()]
+    )
+
+
+def _module(seed: int = 4) -> IRModule:
+    return random_module(num_functions=80, num_prim_funcs=30, size=8, seed=seed)
+
+
+def _run(mod: IRModule, workers: int, keep: bool = True, trace: list[tuple[str, ...]] | None = None) -> IRModule:
+    mode = "always" if workers > 1 else "never"
+    config = {"parpass.num_workers": workers, "parpass.parallel": mode, "parpass.keep_results": keep}
+    with PassContext(instruments=[Recorder(trace if trace is not None else [])], config=config):
+        return _pipeline()(mod)
+
+
+def test_kept_results_give_the_serial_bytes_and_trace_and_need_no_worker_after_the_pipeline(backend: str) -> None:
+    mod = _module()
+    serial_trace: list[tuple[str, ...]] = []
+    serial = module_bytes(_run(mod, 1, trace=serial_trace))
+    before = default_executor.keeper.kept_total
+    trace: list[tuple[str, ...]] = []
+    out = _run(mod, 2, trace=trace)
+    kept = default_executor.keeper.kept_total - before
+    assert trace == serial_trace
+    assert list(default_executor.keeper) == []  # the pipeline's end fetched all it returns
+    get_backend().shutdown()  # no worker left to ask
+    assert module_bytes(out) == serial
+    assert (kept > 0) == (backend == "loky")  # a cluster's workers keep nothing
+
+
+def test_with_the_key_off_nothing_is_kept() -> None:
+    mod = _module(seed=5)
+    before = default_executor.keeper.kept_total
+    out = _run(mod, 2, keep=False)
+    assert default_executor.keeper.kept_total == before
+    assert module_bytes(out) == module_bytes(_run(mod, 1))
+
+
+def test_the_pipeline_s_last_pass_and_a_single_pass_keep_nothing() -> None:
+    """Nothing would take them: the pipeline's end (or the call's) would fetch them at once."""
+    mod = _module(seed=6)
+    before = default_executor.keeper.kept_total
+    with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always", **KEEP}):
+        CanonicalizeBindings()(mod)
+        Sequential([CanonicalizeBindings()])(mod)
+    assert default_executor.keeper.kept_total == before
+
+
+def test_a_pass_that_reads_a_function_another_worker_keeps_gets_it() -> None:
+    """A pass that says nothing of it but looks up callees, after waves that kept their results: the chunks
+    that needed one another worker kept count for nothing, and the wave runs again once all are fetched."""
+
+    @function_pass(opt_level=0, name="TagWithCalleeSizes")
+    def tag(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+        from parpass.ir.calls import called_names
+
+        callees = [mod[name] for name in called_names(func)]
+        return func.with_attr("callee_params", sum(len(c.params) for c in callees))
+
+    mod = _module(seed=7)
+    pipe = Sequential([InferType(), CanonicalizeBindings(), FoldConstant(), tag, RemoveNoOp()])
+    with PassContext(config={"parpass.num_workers": 1}):
+        serial = module_bytes(pipe(mod))
+    config = {"parpass.num_workers": 2, "parpass.parallel": "always", "parpass.fuse_passes": False, **KEEP}
+    with PassContext(config=config):
+        out = pipe(mod)
+        again = pipe(mod)  # now known to read other functions: fetched first, once
+    assert module_bytes(out) == serial and module_bytes(again) == serial
+    assert list(default_executor.keeper) == []
+
+
+@pytest.mark.loky_only
+def test_a_worker_killed_holding_kept_results_fails_the_call_naming_the_pass_and_the_input_stays() -> None:
+    mod = _module(seed=8)
+    serial = module_bytes(_run(mod, 1))
+    given = module_bytes(mod)
+    with PassContext(config={"parpass.num_workers": 2, "parpass.parallel": "always"}):
+        CanonicalizeBindings()(mod)  # a pool, before the pipeline starts
+    killer = KillsAWorkerAfter("FoldConstant")
+    config = {"parpass.num_workers": 2, "parpass.parallel": "always", **KEEP}
+    with PassContext(instruments=[killer], config=config), pytest.raises(WorkerCrashedError) as info:
+        _pipeline()(mod)
+    assert killer.killed
+    message = str(info.value)
+    assert "died holding the results of pass" in message and "FoldConstant" in message
+    assert info.value.functions and all(name in mod for name in info.value.functions)
+    assert module_bytes(mod) == given
+    assert module_bytes(_run(mod, 2)) == serial  # the next call works
+    assert list(default_executor.keeper) == []
+
+
+def test_a_chain_whose_results_a_reading_wave_fetches_stops_keeping(backend: str) -> None:
+    """EliminateCommonSubexpr's results, taken by no wave before InferType (which reads callees) needs them all
+    fetched: keeping them only added a round trip, and a second run does not keep them."""
+    mod = _module(seed=9)
+    pipe = Sequential([CanonicalizeBindings(), EliminateCommonSubexpr(), InferType(), RemoveNoOp()])
+    default_executor.keeper.fetched_early.discard("EliminateCommonSubexpr")
+    config = {"parpass.num_workers": 2, "parpass.parallel": "always", "parpass.fuse_passes": False, **KEEP}
+    with PassContext(config=config):
+        first = pipe(mod)
+        learned = set(default_executor.keeper.fetched_early)
+        second = pipe(mod)
+    assert module_bytes(first) == module_bytes(second)
+    if backend == "loky":
+        assert "'EliminateCommonSubexpr'" in learned and "'CanonicalizeBindings'" not in learned
+
+
+def test_a_pinned_function_is_never_stolen() -> None:
+    """Seat 0 holds every function, two of them pinned (kept there, no bytes elsewhere): seat 1 steals only
+    the others, and seat 0 runs the pinned ones first."""
+    targets, sizes = [0, 1, 2, 3], [10, 10, 10, 10]
+    pinned = [True, False, True, False]
+    dispatcher = Dispatcher(targets, sizes, [0, 0, 0, 0], 2, pinned=pinned)
+    stolen = dispatcher.next_chunk(1)
+    assert stolen and not {0, 2} & set(stolen)
+    handed = stolen + [i for chunk in iter(lambda: dispatcher.next_chunk(0), []) for i in chunk]
+    assert sorted(handed) == targets
+    alone = Dispatcher(targets, sizes, [0, 0, 0, 0], 2, pinned=[True] * 4)
+    assert alone.next_chunk(1) == []  # nothing it may take
+
+
+def test_the_pipeline_s_end_runs_what_was_registered_once_and_only_inside_one() -> None:
+    calls: list[str] = []
+
+    def note() -> None:
+        calls.append("end")
+
+    assert at_pipeline_end(note) is False  # no pipeline runs
+
+    @function_pass(opt_level=0, name="Registers")
+    def registers(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+        assert at_pipeline_end(note) is True
+        assert calls == []  # not before the end
+        return func
+
+    mod = _module(seed=10)
+    with PassContext(config={"parpass.num_workers": 1}):
+        Sequential([registers, registers])(mod)
+    assert calls == ["end"]
+
+    def fails() -> None:
+        raise RuntimeError("from the end")
+
+    @function_pass(opt_level=0, name="Breaks")
+    def breaks(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+        at_pipeline_end(fails)
+        raise ValueError("the pass's own")
+
+    with PassContext(config={"parpass.num_workers": 1}), pytest.raises(ValueError, match="the pass's own"):
+        Sequential([breaks])(mod)  # the pipeline's error goes on; the end's is dropped
