@@ -1163,7 +1163,7 @@ class ParallelExecutor:
             locations += pack_locations(answer.store, answer.offsets, answer.lengths)
             if answer.kept:
                 assert kept_as is not None, "only a wave that said keep has results kept"
-                _note_kept(answer, first, all_names, wave, kept_as, (buffers, sizes, locations))
+                _note_kept(answer, first, all_names, kept_as, (buffers, sizes, locations))
             start = len(new_heads)
             new_heads += map(heads.__getitem__, answer.indices)
             if answer.head_at:
@@ -1532,6 +1532,7 @@ class _Run:
 
 
 def _void_run(void: _LostKept) -> _Run:
+    """An attempt that ran nothing and counts for nothing, for ``void``."""
     run = _Run()
     run.void = void
     return run
@@ -1598,12 +1599,12 @@ def _note_kept(
     answer: ChunkDone,
     first: int,
     names: list[str],
-    wave: _WaveInput,
     kept_as: _KeptAs,
     columns: tuple[list[object], list[int], list[Location]],
 ) -> None:
     """Point the merge's columns (``buffers``, ``sizes``, ``locations``; ``answer``'s results from ``first``)
-    at the results ``answer``'s worker keeps: each a buffer fetched when read, its size estimated from its input."""
+    at the results ``answer``'s worker keeps: each a buffer fetched when read, its size a typical function's
+    until then (only the executor's estimates read it)."""
     buffers, sizes, locations = columns
     indices = list(map(answer.indices.__getitem__, answer.kept))
     made = kept_as(list(map(answer.digests.__getitem__, answer.kept)), list(map(names.__getitem__, indices)))

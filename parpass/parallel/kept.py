@@ -1,9 +1,13 @@
 """Results a worker keeps decoded between the waves of a pipeline, and their bytes fetched when needed.
 
-Within a pipeline (a ``Sequential`` with passes still to come), a wave on local
-workers may leave each function its chain changed with the worker that made it,
-decoded, instead of encoding, digesting and storing it for the parent
-(measured: 10-14% of a pass-by-pass run). The worker names each such result by
+With ``parpass.keep_results`` on, within a pipeline (a ``Sequential`` with passes
+still to come), a wave on local workers whose passes read no other function
+leaves each function its chain changed with the worker that made it, decoded,
+instead of encoding, digesting and storing it for the parent (that work is
+10-15% of the workers' time in a pass-by-pass run; net of what keeping costs
+the parent, the run measured 1.08-1.13x on 2 workers). A chain whose results
+were fetched before any wave took them stops keeping (:attr:`Keeper.fetched_early`).
+The worker names each such result by
 a token (17 bytes: b"K", its process id, a counter; never equal to a digest),
 and the parent's module holds it as a :class:`KeptBytes`: the next wave sends
 the function to that worker (which alone can run it: see
