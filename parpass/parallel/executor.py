@@ -1557,7 +1557,8 @@ def _owners(crew: CrewLike, inputs: list[bytes | None], keeper: Keeper) -> tuple
     Raises :class:`_LostKept` for one whose worker no seat has."""
     holder = cast("dict[bytes | None, int]", crew.owners).get
     owners = list(map(holder, inputs))
-    pinned = list(map(keeper.unfetched_tokens.__contains__, inputs))
+    unfetched = keeper.unfetched_tokens
+    pinned = list(map(unfetched.__contains__, inputs)) if unfetched else [False] * len(inputs)
     if any(pinned):  # a kept result's token names the worker that made it, which alone can run it
         seats = {pid: seat for seat, pid in enumerate(getattr(crew, "pids", ()))}
         for at in itertools.compress(range(len(inputs)), pinned):
@@ -1690,7 +1691,7 @@ def _place(
     locations: list[Location | None] = wave.locations
     digests = wave.digests
     waiting: list[int] = []  # kept by a worker, not fetched
-    if keeper is not None and _KEPT_LOCATION in locations:
+    if keeper is not None and keeper.kept_total and _KEPT_LOCATION in locations:
         locations, digests = list(locations), list(digests)
         kept = list(itertools.compress(range(len(locations)), map(operator.eq, locations, repeat(_KEPT_LOCATION))))
         tokens = list(map(wave.digests.__getitem__, kept))
