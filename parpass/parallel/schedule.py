@@ -93,10 +93,14 @@ class Dispatcher:
             mine = [sorted(q) for q in mine]
         # Largest first: the small end of each queue is what goes last, or to a thief; the pinned ones, which no
         # thief may take, before the others.
-        self._queues = [_largest_first([p for p in q if pinned[p]], size) for q in mine]
-        self._pinned_end = [len(q) for q in self._queues]
-        for queue, q in zip(self._queues, mine, strict=True):
-            queue += _largest_first([p for p in q if not pinned[p]], size)
+        if any(pinned):
+            self._queues = [_largest_first([p for p in q if pinned[p]], size) for q in mine]
+            self._pinned_end = [len(q) for q in self._queues]
+            for queue, q in zip(self._queues, mine, strict=True):
+                queue += _largest_first([p for p in q if not pinned[p]], size)
+        else:
+            self._queues = [_largest_first(q, size) for q in mine]
+            self._pinned_end = [0] * self.seats
         self._sums = [_running_sums(q, size) for q in self._queues]
         self._lo = [0] * self.seats
         self._hi = [len(q) for q in self._queues]
