@@ -83,9 +83,6 @@ class KeptBytes(msgspec.Struct, weakref=True):
         assert data is not None, "fetching resolves every kept result or raises"
         return data
 
-    def __len__(self) -> int:
-        return len(self[0:0])
-
 
 class Keeper:
     """The kept results of one executor: which are still to fetch, fetching them, and the tokens to let go."""
@@ -202,8 +199,15 @@ class Keeper:
                 if results or drop:
                     crew.ask(seat, [k.token for k in results], drop)
                     asked.append((seat, results))
-            for seat, results in asked:
-                self._take(crew, seat, results, crew.answer(seat), lost)
+            unencodable: list[tuple[KeptBytes, str]] = []
+            for seat, results in asked:  # every answer taken before anything is raised: none left unread
+                unencodable += self._take(crew, seat, results, crew.answer(seat), lost)
+        if unencodable:
+            result, message = unencodable[0]
+            raise IRError(
+                f"function {result.name!r} as pass {result.pass_name} left it cannot be encoded: {message} "
+                "(parpass IR holds plain data: 64-bit integers and UTF-8 strings)"
+            )
         if lost:
             for result in lost:
                 self._unfetched.discard(result.token)
@@ -218,8 +222,9 @@ class Keeper:
 
     def _take(
         self, crew: FetchingCrew, seat: int, kept: list[KeptBytes], answer: Fetched, lost: list[KeptBytes]
-    ) -> None:
-        """Resolve ``kept`` from the answer of ``seat`` to a fetch (those it no longer had into ``lost``)."""
+    ) -> list[tuple[KeptBytes, str]]:
+        """Resolve ``kept`` from the answer of ``seat`` to a fetch (those it no longer had into ``lost``); the
+        results that hold a value the IR cannot encode, with the error."""
         by_token = {k.token: k for k in kept}
         lost += [by_token[t] for t in answer.lost]
         if answer.tokens:
@@ -233,13 +238,8 @@ class Keeper:
                 result.location = (number, offset, length)
                 result.digest = digest
                 self._unfetched.discard(token)
-        for token, message in answer.unencodable:
-            result = by_token[token]
-            self._unfetched.discard(token)
-            raise IRError(
-                f"function {result.name!r} as pass {result.pass_name!r} left it cannot be encoded: {message} "
-                "(parpass IR holds plain data: 64-bit integers and UTF-8 strings)"
-            )
+        self._unfetched.difference_update(token for token, _ in answer.unencodable)
+        return [(by_token[token], message) for token, message in answer.unencodable]
 
     def __iter__(self) -> Iterator[bytes]:
         """The tokens not fetched yet (for tests)."""

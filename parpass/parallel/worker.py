@@ -542,7 +542,7 @@ def collect_frozen_garbage() -> None:
 
 def fetch_kept(state: Seat, message: FetchKept) -> Fetched:
     """The bytes of the kept results ``message.tokens``, appended to this worker's store; each then resident
-    under its token and its digest (evicted as any), no longer kept."""
+    under its digest (evicted as any), no longer kept: the next wave names it by that digest."""
     for token in message.drop:
         _kept.pop(token, None)
     out = Fetched()
@@ -559,7 +559,6 @@ def fetch_kept(state: Seat, message: FetchKept) -> Fetched:
             continue
         digest = digest_of(data)
         state.cache.put(digest, func, len(data))
-        state.cache.put(token, func, len(data))
         out.tokens.append(token)
         out.lengths.append(len(data))
         out.digests.append(digest)
@@ -574,9 +573,8 @@ def serve_chunk(state: Seat, message: RunChunk) -> ChunkDone | WorkerFailure:
         wave = state.wave_of(message.wave)
         try:
             done = run_chunk(wave, message.indices, state.progress, state.seat, state.store)
-        except FunctionNotSent:
+        except FunctionNotSent:  # (it set wave.missed)
             done = ChunkDone(message.wave)
-            wave.missed = True
         if wave.missed:  # it needed what another worker keeps: void (its own kept results go)
             for at in done.kept:
                 _kept.pop(done.digests[at], None)
