@@ -147,7 +147,8 @@ class _HeldSlot(msgspec.Struct, _SlotBase, gc=False):
     an opaque location, a class and plain attributes), so it is never part of a cycle.
 
     Its bytes may be a region of a larger buffer (``whole[start:start + size]``), sliced out when first read:
-    a merge then makes no view per function.
+    a merge then makes no view per function. A ``whole`` that is no bytes (an executor's stand-in for bytes
+    it fetches when sliced) stays after: it may know more of them (their digest, where they lie).
     """
 
     func: Any = None
@@ -164,8 +165,10 @@ class _HeldSlot(msgspec.Struct, _SlotBase, gc=False):
     def data(self) -> bytes | memoryview | None:
         raw: bytes | memoryview | None = self.raw
         if raw is None and self.whole is not None:
-            raw = self.raw = self.whole[self.start : self.start + self.size]
-            self.whole = None
+            whole = self.whole
+            raw = self.raw = whole[self.start : self.start + self.size]
+            if isinstance(whole, (bytes, memoryview)):  # a stand-in that knows more of its bytes is kept
+                self.whole = None
         return raw
 
     @data.setter
@@ -173,9 +176,15 @@ class _HeldSlot(msgspec.Struct, _SlotBase, gc=False):
         self.raw, self.whole = value, None
 
     def held_size(self) -> int | None:
-        if self.whole is not None:
-            return self.size
-        return None if self.raw is None else len(self.raw)
+        if self.raw is not None:
+            return len(self.raw)
+        return None if self.whole is None else self.size
+
+    def encoded(self) -> bytes:
+        data = self.buffer()
+        if not isinstance(data, bytes):  # the same bytes, the module's own from now on (a stand-in ``whole`` stays)
+            data = self.raw = bytes(data)
+        return data
 
 
 class ModuleColumns(NamedTuple):
@@ -236,6 +245,31 @@ def _at_positions(order: list[str], positions: Sequence[int], names: Sequence[st
         return list(map(order.__getitem__, positions)) == (names if isinstance(names, list) else list(names))
     except IndexError:
         return False
+
+
+#: A handle on what a function of a module held at one time (see :meth:`IRModule.function_sources`).
+FunctionSource = _SlotBase
+
+
+def source_region(source: FunctionSource) -> object | None:
+    """The buffer ``source``'s bytes are still to be sliced from (an executor's stand-in for bytes it has not
+    fetched, say), or None: read without slicing it."""
+    return source.whole if isinstance(source, _HeldSlot) else None
+
+
+def source_function(source: FunctionSource, name: str) -> BaseFunc:
+    """The function ``source`` holds, decoded from its bytes if need be (not cached in the slot, whose modules
+    keep their columns); IRFormatError naming ``name`` for bytes that do not decode."""
+    func = source.func
+    if func is not None:
+        return func
+    if source.loader is not None:  # computed once, as for its module
+        return source.get(name)
+    from parpass.ir.serialization import decode_function
+
+    data = source.data
+    assert data is not None, "a slot holds a function, bytes or a loader"
+    return decode_function(data, f"@{name}")
 
 
 def _known_head(slot: _SlotBase | None) -> _Head | None:
@@ -638,11 +672,11 @@ class IRModule:
             self._columns = _patched(before, positions, sizes, digests, locations, heads)
 
     def record_digests(
-        self, names: Sequence[str], digests: Sequence[bytes], positions: Sequence[int] | None = None
+        self, names: Sequence[str], digests: Sequence[bytes | None], positions: Sequence[int] | None = None
     ) -> None:
-        """:meth:`record_digest` for many functions at once; ``positions``, if given, are their places in
-        module order, and the module's :meth:`columns`, if it holds them, are then patched rather than
-        dropped (ValueError, recording nothing, if a position is not its name's)."""
+        """:meth:`record_digest` for many functions at once (None forgets one); ``positions``, if given, are
+        their places in module order, and the module's :meth:`columns`, if it holds them, are then patched
+        rather than dropped (ValueError, recording nothing, if a position is not its name's)."""
         self._record("digest", names, digests, positions)
 
     def record_locations(
@@ -672,6 +706,12 @@ class IRModule:
         column = list(getattr(kept, f"{field}s"))
         deque(map(column.__setitem__, positions, values), maxlen=0)
         self._columns = kept._replace(**{f"{field}s": column})
+
+    def function_sources(self, names: Sequence[str]) -> list[FunctionSource]:
+        """What functions ``names`` hold now, decoded or as bytes, as handles that stay valid whatever becomes of
+        this module: an executor that made new functions from them elsewhere can make them again (see
+        :func:`source_function`, :func:`source_region`). Each must be a name of the module (KeyError)."""
+        return list(map(self._slots.__getitem__, names))
 
     def encoded_buffer(self, key: FuncKey) -> bytes | memoryview:
         """Function ``key``'s encoded form as held: like :meth:`encoded_function`, but a view is not copied."""

@@ -54,6 +54,7 @@ from parpass.parallel.cost import DEFAULT_LATENCY, DEFAULT_OVERHEAD, CostModel
 from parpass.parallel.crew import CrewLike, CrewLost
 from parpass.parallel.error_chain import unpickled_chain
 from parpass.parallel.kept import FetchingCrew, Keeper, token_pid
+from parpass.parallel.lineage import Lineage
 from parpass.parallel.pickling import dumps_for_workers
 from parpass.parallel.protocol import ChunkDone, TaskError, WorkerFailure
 from parpass.parallel.reproducer import write_reproducer
@@ -769,7 +770,8 @@ class ParallelExecutor:
             observer = _AfterProbe(observer, probe.timing)
         try:
             with _collection_paused():
-                out = self._merge(run, mod, shipped.heads, probe, wave, self._kept_as(names, cfg))
+                kept_as = self._kept_as(names, cfg, passes, ctx, mod, wave)
+                out = self._merge(run, mod, shipped.heads, probe, wave, kept_as)
             if probe is None and all(r.heads_keep_targets for r in results):
                 self._targets_hold(shipped.heads, out)
             _hand_values(results, passes, all_names)
@@ -850,10 +852,21 @@ class ParallelExecutor:
         progress = pipeline_progress()
         return progress is not None and progress[2] > 0 and at_pipeline_end(self.keeper.fetch_at_end)
 
-    def _kept_as(self, names: tuple[str, ...], cfg: ParallelConfig) -> _KeptAs:
-        """What a kept result becomes in the wave's result module: its slot's buffer."""
+    def _kept_as(
+        self,
+        names: tuple[str, ...],
+        cfg: ParallelConfig,
+        passes: Sequence[FunctionLevelPass],
+        ctx: PassContext,
+        mod: IRModule,
+        wave: _WaveInput,
+    ) -> _KeptAs:
+        """What a kept result becomes in the result module of the wave (``wave``, on ``mod``): its slot's
+        buffer; with what made it, so that it can be made again (see parpass.parallel.lineage)."""
         where, label = (cfg.scheduler, cfg.num_workers), _label(names)
-        return lambda tokens, names: self.keeper.keep(tokens, names, label, where)
+        lineage = Lineage(passes, ctx, wave.names, mod.attrs)
+        keep = self.keeper.keep
+        return lambda tokens, made: keep(tokens, made, label, where, lineage, mod.function_sources(made))
 
     @staticmethod
     def _wave_input(
@@ -1691,6 +1704,7 @@ def _place(
     locations: list[Location | None] = wave.locations
     digests = wave.digests
     waiting: list[int] = []  # kept by a worker, not fetched
+    forgotten: list[int] = []  # fetched, their bytes sliced out into their slots: digest unknown here
     if keeper is not None and keeper.kept_total and _KEPT_LOCATION in locations:
         locations, digests = list(locations), list(digests)
         kept = list(itertools.compress(range(len(locations)), map(operator.eq, locations, repeat(_KEPT_LOCATION))))
@@ -1700,10 +1714,11 @@ def _place(
         deque(map(locations.__setitem__, waiting, repeat(None)), maxlen=0)
         fetched = list(itertools.compress(kept, map(operator.not_, unfetched)))
         for i, place in zip(fetched, keeper.places(list(map(wave.digests.__getitem__, fetched))), strict=True):
-            if place is not None:
+            if place is not None:  # a location None: made again here, its slot holds the bytes
                 locations[i], digests[i] = place
-            else:  # its slot holds the bytes now
-                locations[i] = None
+            else:  # its slot holds the bytes now, sliced out (the holder that knew their digest is gone)
+                locations[i] = digests[i] = None  # sent as bytes, digested by the worker that takes them
+                forgotten.append(i)
     columns = None if waiting else unpack_locations(locations, list(crew.stores))
     if columns is None:
         locations = list(locations)
@@ -1719,6 +1734,8 @@ def _place(
         for i, location in zip(unplaced, placed, strict=True):
             locations[i] = location
         mod.record_locations([wave.names[i] for i in unplaced], placed, unplaced)
+        if forgotten:  # the token is no digest of the bytes now placed: the next wave must not send it
+            mod.record_digests([wave.names[i] for i in forgotten], [None] * len(forgotten), forgotten)
         columns = _kept_columns(locations, waiting, list(crew.stores))
     live = {path: i for i, path in enumerate(crew.stores)}
     return columns, [(index, live[store], offset, length) for store, index, offset, length in probed], digests

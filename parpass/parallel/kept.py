@@ -18,15 +18,19 @@ every kept result fetched, one round trip per worker. The pipeline's end
 fetches the ones still held by some module, so that what it returns needs no
 worker; the ones no module holds any more are let go.
 
-What this gives up: a worker that dies holding results the parent has not
-fetched loses them. The wave or the fetch that meets the loss raises
-:class:`~parpass.errors.WorkerCrashedError` naming the functions and the pass
-that made them (the caller still holds its input module; the next call works).
+A worker that dies holding results the parent has not fetched loses them; the
+fetch that meets the loss makes them again here from what made them (see
+:mod:`parpass.parallel.lineage`), so the run goes on and its output is the
+serial run's. Only a result whose making was not recorded (or whose pass,
+made again, raises or looks up another function) cannot be: the call then
+raises :class:`~parpass.errors.WorkerCrashedError` naming the functions and
+the pass that made them (the caller still holds its input module).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import operator
 import threading
 import weakref
@@ -38,17 +42,26 @@ from typing import Any, Protocol, cast
 import msgspec
 
 from parpass.errors import IRError, WorkerCrashedError
+from parpass.ir.digest import digest_of
+from parpass.ir.module import FunctionSource, source_function, source_region
+from parpass.ir.node import BaseFunc
+from parpass.ir.serialization import decode_function, encode_function
+from parpass.parallel.crew import CrewLost
+from parpass.parallel.lineage import Lineage, remake
 from parpass.parallel.protocol import Fetched
 from parpass.parallel.store import Location, StoreReader, store_number
 from parpass.parallel.worker import token_pid
 
 __all__ = ["Keeper", "KeptBytes", "token_pid"]
 
+log = logging.getLogger("parpass.parallel")
+
 
 class FetchingCrew(Protocol):
     """What fetching needs of a crew (:class:`~parpass.parallel.crew.Crew`)."""
 
     pids: list[int]
+    owners: dict[bytes, int]  # the seat holding each function resident, by digest
 
     def ask(self, seat: int, tokens: list[bytes], drop: list[bytes]) -> None: ...
 
@@ -99,8 +112,12 @@ class Keeper:
         #: functions, or this process reading them): keeping theirs only adds a round trip (see keeps)
         self.fetched_early: set[str] = set()
         self._taken: set[bytes] = set()  # kept results a wave has had as its input (see took)
-        #: results kept so far (for tests and tuning)
+        #: what made each kept result not fetched yet, and each one let go since the last fetch that left none
+        #: unfetched (a later result may be made from it): its wave's lineage and its position there
+        self._lineage: dict[bytes, tuple[Lineage, int]] = {}
+        #: results kept so far, and made again here for a worker that died (for tests and tuning)
         self.kept_total = 0
+        self.remade_total = 0
 
     def took(self, tokens: Iterable[bytes]) -> None:
         """A wave had the kept results ``tokens`` as its input: they were worth keeping."""
@@ -115,14 +132,27 @@ class Keeper:
         """:meth:`fetch_all` at a pipeline's end (what is fetched there was not fetched early)."""
         self.fetch_all(early=False)
 
-    def keep(self, tokens: list[bytes], names: list[str], pass_name: str, where: tuple[str, int]) -> list[KeptBytes]:
-        """New kept results (the buffers of their slots), one per token, of the functions ``names``."""
+    def keep(
+        self,
+        tokens: list[bytes],
+        names: list[str],
+        pass_name: str,
+        where: tuple[str, int],
+        lineage: Lineage | None = None,
+        sources: list[FunctionSource] | None = None,
+    ) -> list[KeptBytes]:
+        """New kept results (the buffers of their slots), one per token, of the functions ``names``; made by
+        ``lineage``'s wave from ``sources`` (what the parent held of each function as the wave's input), so
+        that they can be made again if their worker dies (None: they cannot)."""
         kept = list(map(KeptBytes, repeat(self), tokens, names, repeat(pass_name), repeat(where)))
         with self._lock:
             self.kept_total += len(kept)
             self._held.update(zip(tokens, map(weakref.ref, kept), strict=True))
             self._unfetched.update(tokens)
             self._where[where] = None
+            if lineage is not None and sources is not None:
+                first = lineage.add(names, list(map(_input_of, sources)))
+                self._lineage.update(zip(tokens, zip(repeat(lineage), itertools.count(first)), strict=False))
         return kept
 
     def let_go(self, tokens: list[bytes], where: tuple[str, int]) -> None:
@@ -141,15 +171,15 @@ class Keeper:
         """Whether ``token`` names a kept result the parent has no bytes of."""
         return token in self._unfetched
 
-    def places(self, tokens: list[bytes | None]) -> list[tuple[Location, bytes] | None]:
-        """For each token, where the result it names lies and the digest of its bytes, once fetched; None
-        where it is not fetched, or the bytes are its slot's own now."""
-        out: list[tuple[Location, bytes] | None] = [None] * len(tokens)
+    def places(self, tokens: list[bytes | None]) -> list[tuple[Location | None, bytes] | None]:
+        """For each token, where the result it names lies (None: in no store; its slot holds the bytes) and the
+        digest of its bytes, once fetched; None where it is not fetched, or the bytes are its slot's own now."""
+        out: list[tuple[Location | None, bytes] | None] = [None] * len(tokens)
         unfetched = self._unfetched
         for at in itertools.compress(range(len(tokens)), map(operator.not_, map(unfetched.__contains__, tokens))):
             ref = self._held.get(cast("bytes", tokens[at]))
             kept = None if ref is None else ref()
-            if kept is not None and kept.location is not None:
+            if kept is not None and kept.data is not None:
                 out[at] = (kept.location, kept.digest)
         return out
 
@@ -182,26 +212,19 @@ class Keeper:
                 for where in set(by_crew) | set(self._gone):
                     self._fetch(where, by_crew.get(where, {}), self._gone.pop(where, []))
             finally:
-                if not self._unfetched:
+                if not self._unfetched:  # nothing left that could be made from what was let go
                     self._where.clear()
+                    self._lineage.clear()
                 self._held = {token: ref for token, ref in self._held.items() if ref() is not None}
                 self._taken.intersection_update(self._unfetched)
 
     def _fetch(self, where: tuple[str, int], by_pid: dict[int, list[KeptBytes]], gone: list[bytes]) -> None:
-        scheduler, workers = where
-        with self._open_crew(scheduler, workers) as crew:
-            seats = {pid: seat for seat, pid in enumerate(crew.pids)}
-            lost = [k for pid, ks in by_pid.items() if pid not in seats for k in ks]
-            asked = []  # every seat asked first, then each answer taken: the workers encode at once
-            for pid, seat in seats.items():
-                results = by_pid.get(pid, [])
-                drop = [t for t in gone if token_pid(t) == pid]
-                if results or drop:
-                    crew.ask(seat, [k.token for k in results], drop)
-                    asked.append((seat, results))
-            unencodable: list[tuple[KeptBytes, str]] = []
-            for seat, results in asked:  # every answer taken before anything is raised: none left unread
-                unencodable += self._take(crew, seat, results, crew.answer(seat), lost)
+        unencodable: list[tuple[KeptBytes, str]] = []
+        lost: list[KeptBytes] = []
+        try:
+            self._ask_crew(where, by_pid, gone, unencodable, lost)
+        except CrewLost:  # a seat died as it was asked: the crew is gone, and with it all it kept
+            lost = [k for results in by_pid.values() for k in results if k.data is None]
         if unencodable:
             result, message = unencodable[0]
             raise IRError(
@@ -209,16 +232,100 @@ class Keeper:
                 "(parpass IR holds plain data: 64-bit integers and UTF-8 strings)"
             )
         if lost:
+            self._make_again(lost)
+
+    def _ask_crew(
+        self,
+        where: tuple[str, int],
+        by_pid: dict[int, list[KeptBytes]],
+        gone: list[bytes],
+        unencodable: list[tuple[KeptBytes, str]],
+        lost: list[KeptBytes],
+    ) -> None:
+        """Fetch ``by_pid`` from the crew of ``where`` (what its workers no longer have into ``lost``, what
+        cannot be encoded into ``unencodable``) and let its workers drop ``gone``."""
+        scheduler, workers = where
+        with self._open_crew(scheduler, workers) as crew:
+            seats = {pid: seat for seat, pid in enumerate(crew.pids)}
+            lost += [k for pid, ks in by_pid.items() if pid not in seats for k in ks]
+            asked = []  # every seat asked first, then each answer taken: the workers encode at once
+            for pid, seat in seats.items():
+                results = by_pid.get(pid, [])
+                drop = [t for t in gone if token_pid(t) == pid]
+                if results or drop:
+                    crew.ask(seat, [k.token for k in results], drop)
+                    asked.append((seat, results))
+            for seat, results in asked:  # every answer taken before anything is raised: none left unread
+                unencodable += self._take(crew, seat, results, crew.answer(seat), lost)
+
+    def _make_again(self, lost: list[KeptBytes]) -> None:
+        """Make the results ``lost`` with their worker again from their lineage, as if fetched; raise
+        WorkerCrashedError naming them where they cannot be (their making was not recorded, or failed)."""
+        passes = ", ".join(sorted({k.pass_name for k in lost}))  # each quoted already (see _label)
+        log.warning(
+            "a worker process died holding %d result(s) of pass %s, kept for the pipeline's next pass; "
+            "making them again in this process",
+            len(lost),
+            passes,
+        )
+        made: dict[bytes, BaseFunc] = {}
+        try:
+            self._remade([k.token for k in lost], made)
+        except Exception as err:  # _NoLineage, or the pass made again raised
             for result in lost:
                 self._unfetched.discard(result.token)
             names = ", ".join(repr(k.name) for k in lost[:8]) + (", ..." if len(lost) > 8 else "")
-            passes = ", ".join(sorted({k.pass_name for k in lost}))  # each quoted already (see _label)
+            why = "" if isinstance(err, _NoLineage) else f" (making them again failed: {type(err).__name__}: {err})"
             raise WorkerCrashedError(
                 f"a worker process died holding the results of pass {passes} on function(s) {names}, "
-                "which it kept for the pipeline's next pass; they are lost (the caller's module is unchanged)",
+                f"which it kept for the pipeline's next pass; they are lost{why} (the caller's module is unchanged)",
                 passes,
                 tuple(k.name for k in lost),
-            )
+            ) from err
+        for result in lost:
+            data = encode_function(made[result.token])
+            result.data, result.location, result.digest = data, None, digest_of(data)
+            self._unfetched.discard(result.token)
+        self.remade_total += len(lost)
+
+    def _remade(self, tokens: list[bytes], made: dict[bytes, BaseFunc]) -> None:
+        """Make the kept results ``tokens`` again into ``made`` (by token): their inputs first (a token: made
+        again too, unless fetched), then each wave's chain on them; _NoLineage if one's making is unknown."""
+        by_wave: dict[int, tuple[Lineage, list[int], list[bytes]]] = {}
+        for token in tokens:
+            if token in made:
+                continue
+            entry = self._lineage.get(token)
+            if entry is None:
+                raise _NoLineage(token)
+            lineage, at = entry
+            _, positions, wanted = by_wave.setdefault(id(lineage), (lineage, [], []))
+            positions.append(at)
+            wanted.append(token)
+        for lineage, every, tokens_of in by_wave.values():
+            todo = [(at, token) for at, token in zip(every, tokens_of, strict=True) if token not in made]
+            positions, wanted = [at for at, _ in todo], [token for _, token in todo]
+            sources = [lineage.sources[at] for at in positions]
+            needed = [s for s in sources if isinstance(s, bytes) and self._fetched(s) is None]
+            if needed:
+                self._remade(needed, made)
+            inputs = [self._input(s, lineage.results[at], made) for s, at in zip(sources, positions, strict=True)]
+            made.update(zip(wanted, remake(lineage, positions, inputs), strict=True))
+
+    def _fetched(self, token: bytes) -> KeptBytes | None:
+        """The kept result ``token`` names, if some module holds it and its bytes are here."""
+        ref = self._held.get(token)
+        kept = None if ref is None else ref()
+        return kept if kept is not None and kept.data is not None else None
+
+    def _input(self, source: object, name: str, made: dict[bytes, BaseFunc]) -> BaseFunc:
+        """Function ``name`` as a wave had it for its input (``source``, see :func:`_input_of`)."""
+        if isinstance(source, bytes):  # a token
+            fetched = self._fetched(source)
+            return made[source] if fetched is None else decode_function(fetched.data, f"@{name}")
+        if isinstance(source, KeptBytes):
+            return decode_function(source.data, f"@{name}")
+        return source_function(cast("FunctionSource", source), name)
 
     def _take(
         self, crew: FetchingCrew, seat: int, kept: list[KeptBytes], answer: Fetched, lost: list[KeptBytes]
@@ -238,6 +345,7 @@ class Keeper:
                 result.location = (number, offset, length)
                 result.digest = digest
                 self._unfetched.discard(token)
+            crew.owners.update(zip(answer.digests, repeat(seat)))  # resident there under its digest now
         self._unfetched.difference_update(token for token, _ in answer.unencodable)
         return [(by_token[token], message) for token, message in answer.unencodable]
 
@@ -245,3 +353,17 @@ class Keeper:
         """The tokens not fetched yet (for tests)."""
         with self._lock:
             return iter(sorted(self._unfetched))
+
+
+class _NoLineage(Exception):
+    """A lost kept result whose making was not recorded (or is forgotten): it cannot be made again."""
+
+
+def _input_of(source: FunctionSource) -> object:
+    """What a lineage records of a wave's input (``source``, what the parent held of the function): a result
+    kept and not fetched as its token (what made it is recorded: holding it would keep it in its worker), a
+    fetched one as its bytes' holder, anything else as it is."""
+    region = source_region(source)
+    if type(region) is KeptBytes:
+        return region.token if region.data is None else region
+    return source
