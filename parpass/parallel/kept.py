@@ -29,6 +29,7 @@ the pass that made them (the caller still holds its input module).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import operator
@@ -41,16 +42,18 @@ from typing import Any, Protocol, cast
 
 import msgspec
 
-from parpass.errors import IRError, WorkerCrashedError
+from parpass.errors import IRError, WorkerCrashedError, add_note
 from parpass.ir.digest import digest_of
 from parpass.ir.module import FunctionSource, source_function, source_region
 from parpass.ir.node import BaseFunc
 from parpass.ir.serialization import decode_function, encode_function
 from parpass.parallel.crew import CrewLost
+from parpass.parallel.error_chain import unpickled_chain
 from parpass.parallel.lineage import Lineage, remake
 from parpass.parallel.protocol import Fetched
 from parpass.parallel.store import Location, StoreReader, store_number
 from parpass.parallel.worker import token_pid
+from parpass.transform.passes import NOTE_PREFIX
 
 __all__ = ["Keeper", "KeptBytes", "token_pid"]
 
@@ -219,18 +222,14 @@ class Keeper:
                 self._taken.intersection_update(self._unfetched)
 
     def _fetch(self, where: tuple[str, int], by_pid: dict[int, list[KeptBytes]], gone: list[bytes]) -> None:
-        unencodable: list[tuple[KeptBytes, str]] = []
+        unencodable: list[tuple[KeptBytes, str, bytes]] = []
         lost: list[KeptBytes] = []
         try:
             self._ask_crew(where, by_pid, gone, unencodable, lost)
         except CrewLost:  # a seat died as it was asked: the crew is gone, and with it all it kept
             lost = [k for results in by_pid.values() for k in results if k.data is None]
         if unencodable:
-            result, message = unencodable[0]
-            raise IRError(
-                f"function {result.name!r} as pass {result.pass_name} left it cannot be encoded: {message} "
-                "(parpass IR holds plain data: 64-bit integers and UTF-8 strings)"
-            )
+            raise _unencodable(*unencodable[0])
         if lost:
             self._make_again(lost)
 
@@ -239,7 +238,7 @@ class Keeper:
         where: tuple[str, int],
         by_pid: dict[int, list[KeptBytes]],
         gone: list[bytes],
-        unencodable: list[tuple[KeptBytes, str]],
+        unencodable: list[tuple[KeptBytes, str, bytes]],
         lost: list[KeptBytes],
     ) -> None:
         """Fetch ``by_pid`` from the crew of ``where`` (what its workers no longer have into ``lost``, what
@@ -329,9 +328,9 @@ class Keeper:
 
     def _take(
         self, crew: FetchingCrew, seat: int, kept: list[KeptBytes], answer: Fetched, lost: list[KeptBytes]
-    ) -> list[tuple[KeptBytes, str]]:
+    ) -> list[tuple[KeptBytes, str, bytes]]:
         """Resolve ``kept`` from the answer of ``seat`` to a fetch (those it no longer had into ``lost``); the
-        results that hold a value the IR cannot encode, with the error."""
+        results that hold a value the IR cannot encode, with the error's text and the error pickled."""
         by_token = {k.token: k for k in kept}
         lost += [by_token[t] for t in answer.lost]
         if answer.tokens:
@@ -347,12 +346,32 @@ class Keeper:
                 self._unfetched.discard(token)
             crew.owners.update(zip(answer.digests, repeat(seat)))  # resident there under its digest now
         self._unfetched.difference_update(token for token, _ in answer.unencodable)
-        return [(by_token[token], message) for token, message in answer.unencodable]
+        errors = answer.unencodable_errors or [b""] * len(answer.unencodable)
+        return [(by_token[token], text, error) for (token, text), error in zip(answer.unencodable, errors, strict=True)]
 
     def __iter__(self) -> Iterator[bytes]:
         """The tokens not fetched yet (for tests)."""
         with self._lock:
             return iter(sorted(self._unfetched))
+
+
+def _unencodable(result: KeptBytes, text: str, pickled: bytes) -> BaseException:
+    """The error for kept result ``result``, which its worker could not encode when fetched: what encoding it in
+    the wave would have raised (the worker's error, noted with the pass and the function), else an IRError."""
+    error: BaseException | None = None
+    if pickled:
+        with contextlib.suppress(Exception):
+            error = unpickled_chain(pickled)
+    if error is None:
+        error = IRError(
+            f"function {result.name!r} as pass {result.pass_name} left it cannot be encoded: {text} "
+            "(parpass IR holds plain data: 64-bit integers and UTF-8 strings)"
+        )
+    notes = getattr(error, "__notes__", [])
+    if not any(isinstance(n, str) and n.startswith(NOTE_PREFIX) for n in notes):
+        with contextlib.suppress(AttributeError, TypeError):
+            add_note(error, f"{NOTE_PREFIX}{result.pass_name} on function {result.name!r}")
+    return error
 
 
 class _NoLineage(Exception):

@@ -141,8 +141,10 @@ class Fetched(msgspec.Struct, tag="fetched", array_like=True):
     lengths: list[int] = []
     digests: list[bytes] = []
     lost: list[bytes] = []
-    #: results that hold a value the IR cannot encode, with the error
+    #: results that hold a value the IR cannot encode, with the error's text, and the error itself pickled with
+    #: its chain (b"" where it does not pickle): the parent raises it as a wave would have (see TaskError)
     unencodable: list[tuple[bytes, str]] = []
+    unencodable_errors: list[bytes] = []
 
 
 class WorkerFailure(msgspec.Struct, tag="failure", array_like=True):

@@ -556,6 +556,7 @@ def fetch_kept(state: Seat, message: FetchKept) -> Fetched:
             data = encode_function(func)
         except Exception as err:  # a value the IR cannot hold: the parent names the pass and the function
             out.unencodable.append((token, f"{type(err).__name__}: {err}"))
+            out.unencodable_errors.append(pickled_chain(err, _stand_in) or b"")
             continue
         digest = digest_of(data)
         state.cache.put(digest, func, len(data))
@@ -685,7 +686,10 @@ def _results(
             out.same.append(index)
             out.same_digests.append(wave.chunk_digest(index))
             continue
-        made = _result(wave, func, index, changed_by[k], out)
+        new_head = type(func) is not type(original) or (
+            func.attrs is not original.attrs and func.attrs != original.attrs
+        )
+        made = _result(wave, func, index, changed_by[k], out, new_head)
         if made is None:
             continue
         data, digest = made
@@ -695,7 +699,7 @@ def _results(
         if not header.digests[index] and index not in wave.probes:  # the parent's bytes, digested here
             out.learned.append(index)
             out.learned_digests.append(wave.digest(index))
-        if type(func) is not type(original) or (func.attrs is not original.attrs and func.attrs != original.attrs):
+        if new_head:
             _note_head(out, distinct, func)
             if out.heads_keep_targets and (
                 type(func) is not type(original)
@@ -711,16 +715,21 @@ def _results(
         deque(map(out.offsets.__setitem__, stored, offsets), maxlen=0)
 
 
-def _result(wave: _Wave, func: BaseFunc, index: int, stage: int, out: ChunkDone) -> tuple[bytes, bytes] | None:
+def _result(
+    wave: _Wave, func: BaseFunc, index: int, stage: int, out: ChunkDone, new_head: bool
+) -> tuple[bytes, bytes] | None:
     """The bytes and digest of ``func``, the chain's result for function ``index`` (resident here from now);
     for a wave that keeps its results, no bytes and a token naming it here (see ChunkDone.kept); None for a
-    value the IR cannot hold (an error of pass ``stage``, in ``out``)."""
-    if wave.file.header.keep:
-        token = _new_token()
-        _kept[token] = func
-        out.kept.append(len(out.indices))
-        return b"", token
+    value the IR cannot hold (an error of pass ``stage``, in ``out``). ``new_head``: its attributes (or class)
+    changed, and travel in the answer: kept, they are encoded alone here (the rest waits for a fetch)."""
     try:
+        if wave.file.header.keep:
+            if new_head:
+                _attrs_key(func.attrs)
+            token = _new_token()
+            _kept[token] = func
+            out.kept.append(len(out.indices))
+            return b"", token
         data = encode_function(func)
     except Exception as err:  # a value the IR cannot hold: an error of the pass that returned it
         attach_pass_note(err, wave.passes[stage].info.name, wave.file.header.names[index])

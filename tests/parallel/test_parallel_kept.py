@@ -187,6 +187,42 @@ def test_a_kept_result_that_cannot_be_made_again_fails_the_call_naming_the_pass_
     assert list(default_executor.keeper) == []
 
 
+def _built_around_the_checks(where: str) -> function_pass:  # type: ignore[valid-type]
+    """A pass that gives functions of 3 parameters a value the IR cannot encode, built around the checks
+    (``msgspec.structs.replace``): a 2**70 attribute (``where="attrs"``) or a lone surrogate in the name of a
+    parameter, in the body (``where="body"``)."""
+    import msgspec
+
+    @function_pass(opt_level=0, name="BuiltAroundTheChecks")
+    def build(func: relax.Function, mod: IRModule, ctx: PassContext) -> relax.Function:
+        if len(func.params) != 3:
+            return func
+        if where == "attrs":
+            return msgspec.structs.replace(func, attrs={**func.attrs, "huge": 2**70})
+        first = func.params[0]
+        var = msgspec.structs.replace(first.var, name_hint="\ud800")
+        return msgspec.structs.replace(func, params=[msgspec.structs.replace(first, var=var), *func.params[1:]])
+
+    return build
+
+
+def test_a_kept_result_the_ir_cannot_encode_is_an_error_naming_the_function_and_the_pass(backend: str) -> None:
+    """Kept, a result is encoded only when it is fetched (here at the pipeline's end; its attributes, which the
+    answer carries, in the wave): what cannot be encoded raises what the wave raises without keeping (the
+    encoder's error, noted with the pass and the function). The caller's module stays."""
+    mod = _module(seed=12)
+    assert any(isinstance(f, relax.Function) and len(f.params) == 3 for f in mod.functions.values())
+    given = module_bytes(mod)
+    config = {"parpass.num_workers": 2, "parpass.parallel": "always", "parpass.fuse_passes": False, **KEEP}
+    for where, error in (("body", UnicodeEncodeError), ("attrs", OverflowError)):
+        with PassContext(config=config), pytest.raises(error) as info:
+            Sequential([CanonicalizeBindings(), _built_around_the_checks(where), RemoveNoOp(), Simplify()])(mod)
+        notes = [n for n in getattr(info.value, "__notes__", []) if n.startswith("parpass: raised in pass")]
+        assert len(notes) == 1 and notes[0].startswith("parpass: raised in pass 'BuiltAroundTheChecks' on function")
+    assert module_bytes(mod) == given
+    assert list(default_executor.keeper) == []
+
+
 def test_a_chain_whose_results_a_reading_wave_fetches_stops_keeping(backend: str) -> None:
     """EliminateCommonSubexpr's results, taken by no wave before InferType (which reads callees) needs them all
     fetched: keeping them only added a round trip, and a second run does not keep them."""
