@@ -850,7 +850,7 @@ class ParallelExecutor:
         if not self.keeper.keeps(_label(names)):
             return False
         progress = pipeline_progress()
-        return progress is not None and progress[2] > 0 and at_pipeline_end(self.keeper.fetch_at_end)
+        return progress is not None and progress[2] > 0 and at_pipeline_end(self.keeper.fetch_all)
 
     def _kept_as(
         self,
@@ -1719,7 +1719,11 @@ def _place(
             else:  # its slot holds the bytes now, sliced out (the holder that knew their digest is gone)
                 locations[i] = digests[i] = None  # sent as bytes, digested by the worker that takes them
                 forgotten.append(i)
-    columns = None if waiting else unpack_locations(locations, list(crew.stores))
+    live_paths = list(crew.stores)
+    # every function placed in a live store already (but those kept), the common case: no look at each one
+    columns = (
+        _kept_columns(list(locations), waiting, live_paths) if waiting else unpack_locations(locations, live_paths)
+    )
     if columns is None:
         locations = list(locations)
         skip = set(waiting)
@@ -1736,22 +1740,25 @@ def _place(
         mod.record_locations([wave.names[i] for i in unplaced], placed, unplaced)
         if forgotten:  # the token is no digest of the bytes now placed: the next wave must not send it
             mod.record_digests([wave.names[i] for i in forgotten], [None] * len(forgotten), forgotten)
-        columns = _kept_columns(locations, waiting, list(crew.stores))
+        columns = _kept_columns(locations, waiting, list(crew.stores))  # (placing may have opened a store)
+        assert columns is not None, "every function was just placed in a live store, or is kept"
     live = {path: i for i, path in enumerate(crew.stores)}
     return columns, [(index, live[store], offset, length) for store, index, offset, length in probed], digests
 
 
 def _kept_columns(
     locations: list[Location | None], waiting: list[int], live: list[str]
-) -> tuple[list[int], list[int], list[int]]:
+) -> tuple[list[int], list[int], list[int]] | None:
     """``locations`` as columns (see unpack_locations), those at ``waiting`` (no bytes anywhere but in the
-    worker that keeps them) as :data:`~parpass.parallel.wave.KEPT`."""
+    worker that keeps them, None in ``locations``, which this changes) as :data:`~parpass.parallel.wave.KEPT`;
+    None if another is not placed in a live store."""
     stand_in = next((at for at in locations if at is not None), None)
     if stand_in is None:  # every function of the module is kept
         return [KEPT] * len(locations), [0] * len(locations), [0] * len(locations)
     deque(map(locations.__setitem__, waiting, repeat(stand_in)), maxlen=0)
     columns = unpack_locations(locations, live)
-    assert columns is not None, "every function was just placed in a live store, or is kept"
+    if columns is None:
+        return None
     where, offsets, lengths = columns
     for column, value in ((where, KEPT), (offsets, 0), (lengths, 0)):
         deque(map(column.__setitem__, waiting, repeat(value)), maxlen=0)

@@ -111,8 +111,9 @@ class Keeper:
         self._where: dict[tuple[str, int], None] = {}  # the crews results were kept on
         #: per (scheduler, number of workers): tokens no module holds any more, to let go at the next fetch
         self._gone: dict[tuple[str, int], list[bytes]] = {}
-        #: chains whose kept results were fetched before a wave took them (by a wave whose passes read other
-        #: functions, or this process reading them): keeping theirs only adds a round trip (see keeps)
+        #: chains whose kept results were fetched before any wave took them (by a wave whose passes read other
+        #: functions, this process reading them, or the pipeline's end): keeping theirs only turned their
+        #: encoding in the wave into a round trip of its own (see keeps)
         self.fetched_early: set[str] = set()
         self._taken: set[bytes] = set()  # kept results a wave has had as its input (see took)
         #: what made each kept result not fetched yet, and each one let go since the last fetch that left none
@@ -128,12 +129,8 @@ class Keeper:
             self._taken.update(tokens)
 
     def keeps(self, pass_name: str) -> bool:
-        """Whether the results of chain ``pass_name`` are worth keeping: none of its were fetched early."""
+        """Whether the results of chain ``pass_name`` are worth keeping: none of its were fetched untaken."""
         return pass_name not in self.fetched_early
-
-    def fetch_at_end(self) -> None:
-        """:meth:`fetch_all` at a pipeline's end (what is fetched there was not fetched early)."""
-        self.fetch_all(early=False)
 
     def keep(
         self,
@@ -191,26 +188,33 @@ class Keeper:
         with self._lock:
             return set(self._where) if self._unfetched else set()
 
-    def fetch_all(self, early: bool = True) -> None:
+    def fetch_all(self) -> None:
         """Fetch every kept result some module still holds (and let go of the others), per worker one round
-        trip; raise WorkerCrashedError for results a worker lost, IRError for a value the IR cannot hold.
-        ``early``: before a wave took them (see :attr:`fetched_early`)."""
+        trip; raise what the wave would have for a value the IR cannot hold, WorkerCrashedError for results a
+        worker lost that cannot be made again. A chain with a result no wave took learns not to keep."""
         with self._lock:
-            by_crew: dict[tuple[str, int], dict[int, list[KeptBytes]]] = {}
-            for token in sorted(self._unfetched):
-                ref = self._held.get(token)
-                kept = None if ref is None else ref()
-                if kept is None:  # no module holds it any more
+            tokens = sorted(self._unfetched)  # by worker: the process id follows the b"K"
+            held = [None if ref is None else ref() for ref in map(self._held.get, tokens)]
+            gone = list(itertools.compress(tokens, map(operator.not_, held)))  # no module holds them any more
+            if gone:
+                self._unfetched.difference_update(gone)
+                for token in gone:
                     self._held.pop(token, None)
-                    self._unfetched.discard(token)
-                    for where in self._where:  # a token names its worker: the others ignore it
-                        self._gone.setdefault(where, []).append(token)
-                    continue
-                pid = token_pid(token)
+                for where in self._where:  # a token names its worker: the others ignore it
+                    self._gone.setdefault(where, []).extend(gone)
+            alive = cast("list[KeptBytes]", list(filter(None, held)))
+            self.fetched_early.update(
+                kept.pass_name
+                for kept in itertools.compress(
+                    alive, map(operator.not_, map(self._taken.__contains__, (k.token for k in alive)))
+                )
+            )
+            by_crew: dict[tuple[str, int], dict[int, list[KeptBytes]]] = {}
+            for _, group in itertools.groupby(alive, key=_worker_of):
+                results = list(group)
+                pid = token_pid(results[0].token)
                 assert pid is not None, "a kept result's token names its worker"
-                by_crew.setdefault(kept.where, {}).setdefault(pid, []).append(kept)
-                if early and token not in self._taken:
-                    self.fetched_early.add(kept.pass_name)
+                by_crew.setdefault(results[0].where, {})[pid] = results
             try:
                 for where in set(by_crew) | set(self._gone):
                     self._fetch(where, by_crew.get(where, {}), self._gone.pop(where, []))
@@ -250,9 +254,8 @@ class Keeper:
             asked = []  # every seat asked first, then each answer taken: the workers encode at once
             for pid, seat in seats.items():
                 results = by_pid.get(pid, [])
-                drop = [t for t in gone if token_pid(t) == pid]
-                if results or drop:
-                    crew.ask(seat, [k.token for k in results], drop)
+                if results or gone:  # (each worker drops what it keeps of ``gone``: cheaper than sorting it)
+                    crew.ask(seat, [k.token for k in results], gone)
                     asked.append((seat, results))
             for seat, results in asked:  # every answer taken before anything is raised: none left unread
                 unencodable += self._take(crew, seat, results, crew.answer(seat), lost)
@@ -372,6 +375,11 @@ def _unencodable(result: KeptBytes, text: str, pickled: bytes) -> BaseException:
         with contextlib.suppress(AttributeError, TypeError):
             add_note(error, f"{NOTE_PREFIX}{result.pass_name} on function {result.name!r}")
     return error
+
+
+def _worker_of(kept: KeptBytes) -> bytes:
+    """What of ``kept``'s token names its worker (see token_pid)."""
+    return kept.token[:9]
 
 
 class _NoLineage(Exception):

@@ -673,7 +673,8 @@ def _results(
     store: ResultSink,
     out: ChunkDone,
 ) -> None:
-    """Encode what the chain changed into ``store``, keep every final function resident, list the results."""
+    """Encode what the chain changed into ``store`` (and, unless the wave keeps its results, what it took as
+    kept here and left unchanged), keep every final function resident, list the results."""
     header = wave.file.header
     blobs: list[bytes] = []
     stored: list[int] = []  # the positions in out.indices of the results stored (the others are kept)
@@ -682,10 +683,12 @@ def _results(
         func, original = funcs[k], originals[k]
         if func is None or original is None or failed[k]:
             continue
-        if func is original:
+        if func is original and (header.keep or header.where[index] != KEPT):
             out.same.append(index)
             out.same_digests.append(wave.chunk_digest(index))
             continue
+        # (unchanged, but kept here by the wave before, whose bytes the parent lacks: a wave that keeps nothing
+        # sends them now, as it sends what it changed, rather than leave them to a fetch of their own)
         new_head = type(func) is not type(original) or (
             func.attrs is not original.attrs and func.attrs != original.attrs
         )
