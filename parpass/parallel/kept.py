@@ -106,6 +106,7 @@ class Keeper:
     def __init__(self, open_crew: CrewOpener) -> None:
         self._open_crew = open_crew
         self._lock = threading.RLock()
+        self._fetching = threading.RLock()  # held by a fetch (see fetch_all)
         self._held: dict[bytes, weakref.ref[KeptBytes]] = {}  # every kept result, fetched or not, while held
         self._unfetched: set[bytes] = set()  # kept, not fetched (some no module holds any more: let go next)
         self._where: dict[tuple[str, int], None] = {}  # the crews results were kept on
@@ -192,38 +193,47 @@ class Keeper:
         """Fetch every kept result some module still holds (and let go of the others), per worker one round
         trip; raise what the wave would have for a value the IR cannot hold, WorkerCrashedError for results a
         worker lost that cannot be made again. A chain with a result no wave took learns not to keep."""
-        with self._lock:
-            tokens = sorted(self._unfetched)  # by worker: the process id follows the b"K"
-            held = [None if ref is None else ref() for ref in map(self._held.get, tokens)]
-            gone = list(itertools.compress(tokens, map(operator.not_, held)))  # no module holds them any more
-            if gone:
-                self._unfetched.difference_update(gone)
-                for token in gone:
-                    self._held.pop(token, None)
-                for where in self._where:  # a token names its worker: the others ignore it
-                    self._gone.setdefault(where, []).extend(gone)
-            alive = cast("list[KeptBytes]", list(filter(None, held)))
-            self.fetched_early.update(
-                kept.pass_name
-                for kept in itertools.compress(
-                    alive, map(operator.not_, map(self._taken.__contains__, (k.token for k in alive)))
-                )
-            )
-            by_crew: dict[tuple[str, int], dict[int, list[KeptBytes]]] = {}
-            for _, group in itertools.groupby(alive, key=_worker_of):
-                results = list(group)
-                pid = token_pid(results[0].token)
-                assert pid is not None, "a kept result's token names its worker"
-                by_crew.setdefault(results[0].where, {})[pid] = results
+        # One fetch at a time, and the keeper's lock never held while a crew is awaited: a wave holds its crew
+        # while it notes what it took here (the two orders deadlocked two pipelines in two threads).
+        with self._fetching:
+            with self._lock:
+                plan = self._plan()
             try:
-                for where in set(by_crew) | set(self._gone):
-                    self._fetch(where, by_crew.get(where, {}), self._gone.pop(where, []))
+                for where, by_pid, gone in plan:
+                    self._fetch(where, by_pid, gone)
             finally:
-                if not self._unfetched:  # nothing left that could be made from what was let go
-                    self._where.clear()
-                    self._lineage.clear()
-                self._held = {token: ref for token, ref in self._held.items() if ref() is not None}
-                self._taken.intersection_update(self._unfetched)
+                with self._lock:
+                    if not self._unfetched:  # nothing left that could be made from what was let go
+                        self._where.clear()
+                        self._lineage.clear()
+                    self._held = {token: ref for token, ref in self._held.items() if ref() is not None}
+                    self._taken.intersection_update(self._unfetched)
+
+    def _plan(self) -> list[tuple[tuple[str, int], dict[int, list[KeptBytes]], list[bytes]]]:
+        """What a fetch asks of each crew: the kept results some module still holds, by worker, and the tokens
+        no module holds any more (let go). Learns which chains keep results no wave takes."""
+        tokens = sorted(self._unfetched)  # by worker: the process id follows the b"K"
+        held = [None if ref is None else ref() for ref in map(self._held.get, tokens)]
+        gone = list(itertools.compress(tokens, map(operator.not_, held)))  # no module holds them any more
+        if gone:
+            self._unfetched.difference_update(gone)
+            for token in gone:
+                self._held.pop(token, None)
+            for where in self._where:  # a token names its worker: the others ignore it
+                self._gone.setdefault(where, []).extend(gone)
+        alive = cast("list[KeptBytes]", list(filter(None, held)))
+        untaken = map(operator.not_, map(self._taken.__contains__, (kept.token for kept in alive)))
+        self.fetched_early.update(kept.pass_name for kept in itertools.compress(alive, untaken))
+        by_crew: dict[tuple[str, int], dict[int, list[KeptBytes]]] = {}
+        for _, group in itertools.groupby(alive, key=_worker_of):
+            results = list(group)
+            pid = token_pid(results[0].token)
+            assert pid is not None, "a kept result's token names its worker"
+            by_crew.setdefault(results[0].where, {})[pid] = results
+        return [
+            (where, by_crew.get(where, {}), self._gone.pop(where, []))
+            for where in dict.fromkeys([*by_crew, *self._gone])
+        ]
 
     def _fetch(self, where: tuple[str, int], by_pid: dict[int, list[KeptBytes]], gone: list[bytes]) -> None:
         unencodable: list[tuple[KeptBytes, str, bytes]] = []
@@ -274,8 +284,8 @@ class Keeper:
         try:
             self._remade([k.token for k in lost], made)
         except Exception as err:  # _NoLineage, or the pass made again raised
-            for result in lost:
-                self._unfetched.discard(result.token)
+            with self._lock:
+                self._unfetched.difference_update(result.token for result in lost)
             names = ", ".join(repr(k.name) for k in lost[:8]) + (", ..." if len(lost) > 8 else "")
             why = "" if isinstance(err, _NoLineage) else f" (making them again failed: {type(err).__name__}: {err})"
             raise WorkerCrashedError(
@@ -287,8 +297,9 @@ class Keeper:
         for result in lost:
             data = encode_function(made[result.token])
             result.data, result.location, result.digest = data, None, digest_of(data)
-            self._unfetched.discard(result.token)
-        self.remade_total += len(lost)
+        with self._lock:
+            self._unfetched.difference_update(result.token for result in lost)
+            self.remade_total += len(lost)
 
     def _remade(self, tokens: list[bytes], made: dict[bytes, BaseFunc]) -> None:
         """Make the kept results ``tokens`` again into ``made`` (by token): their inputs first (a token: made
@@ -346,9 +357,10 @@ class Keeper:
                 result.data = reader.view(offset, length)
                 result.location = (number, offset, length)
                 result.digest = digest
-                self._unfetched.discard(token)
             crew.owners.update(zip(answer.digests, repeat(seat)))  # resident there under its digest now
-        self._unfetched.difference_update(token for token, _ in answer.unencodable)
+        with self._lock:
+            self._unfetched.difference_update(answer.tokens)
+            self._unfetched.difference_update(token for token, _ in answer.unencodable)
         errors = answer.unencodable_errors or [b""] * len(answer.unencodable)
         return [(by_token[token], text, error) for (token, text), error in zip(answer.unencodable, errors, strict=True)]
 

@@ -223,6 +223,39 @@ def test_a_kept_result_the_ir_cannot_encode_is_an_error_naming_the_function_and_
     assert list(default_executor.keeper) == []
 
 
+def test_two_pipelines_keeping_results_in_two_threads_each_give_their_serial_bytes(backend: str) -> None:
+    """Two threads run pipelines that keep their results on the same workers at once (fusion off, no
+    instrument: every wave that can keeps), three times each: each output is its serial run's, and nothing
+    is left kept."""
+    import threading
+
+    mods = [_module(seed=21), _module(seed=22)]
+    with PassContext(config={"parpass.num_workers": 1}):
+        expected = [module_bytes(_pipeline()(mod)) for mod in mods]
+    config = {"parpass.num_workers": 2, "parpass.parallel": "always", "parpass.fuse_passes": False, **KEEP}
+    outcomes: list[list[object]] = [[], []]
+    before = default_executor.keeper.kept_total
+
+    def work(k: int) -> None:
+        for _ in range(3):
+            try:
+                with PassContext(config=config):
+                    outcomes[k].append(module_bytes(_pipeline()(mods[k])))
+            except BaseException as err:  # reported by the main thread
+                outcomes[k].append(err)
+
+    threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not any(thread.is_alive() for thread in threads)
+    for k in range(2):
+        assert outcomes[k] == [expected[k]] * 3
+    assert (default_executor.keeper.kept_total > before) == (backend == "loky")  # a cluster's workers keep nothing
+    assert list(default_executor.keeper) == []
+
+
 def test_a_chain_whose_results_a_reading_wave_fetches_stops_keeping(backend: str) -> None:
     """EliminateCommonSubexpr's results, taken by no wave before InferType (which reads callees) needs them all
     fetched: keeping them only added a round trip, and a second run does not keep them."""
