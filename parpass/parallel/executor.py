@@ -816,8 +816,8 @@ class ParallelExecutor:
 
     def _fetch_for_retry(self, void: _LostKept | _Lacked, names: tuple[str, ...], cfg: ParallelConfig) -> None:
         """After an attempt void for results workers keep (a pass read one another worker keeps, or the worker
-        that keeps some is gone): fetch them all, so that the next attempt has bytes for every function; a lost
-        one raises WorkerCrashedError naming it and the pass that made it."""
+        that keeps some is gone): fetch them all, so that the next attempt has bytes for every function (a lost
+        one is made again here; see Keeper.fetch_all)."""
         if isinstance(void, _Lacked):
             self._reads_others.add(names)  # its waves fetch first from now on
             self.keeper.let_go(void.tokens, (cfg.scheduler, cfg.num_workers))
@@ -1753,8 +1753,9 @@ def _kept_columns(
     worker that keeps them, None in ``locations``, which this changes) as :data:`~parpass.parallel.wave.KEPT`;
     None if another is not placed in a live store."""
     stand_in = next((at for at in locations if at is not None), None)
-    if stand_in is None:  # every function of the module is kept
-        return [KEPT] * len(locations), [0] * len(locations), [0] * len(locations)
+    if stand_in is None:  # none placed: every function of the module is kept, or some are still to place
+        count = len(locations)
+        return ([KEPT] * count, [0] * count, [0] * count) if len(waiting) == count else None
     deque(map(locations.__setitem__, waiting, repeat(stand_in)), maxlen=0)
     columns = unpack_locations(locations, live)
     if columns is None:

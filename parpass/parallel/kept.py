@@ -5,8 +5,10 @@ still to come), a wave on local workers whose passes read no other function
 leaves each function its chain changed with the worker that made it, decoded,
 instead of encoding, digesting and storing it for the parent (that work is
 10-15% of the workers' time in a pass-by-pass run; net of what keeping costs
-the parent, the run measured 1.08-1.13x on 2 workers). A chain whose results
-were fetched before any wave took them stops keeping (:attr:`Keeper.fetched_early`).
+the parent, a gain within this machine's noise so far: see the README). A
+chain whose results were fetched before any wave took them (the pipeline's
+end included) stops keeping (:attr:`Keeper.fetched_early`); a wave that keeps
+nothing sends the kept inputs it left unchanged with its results.
 The worker names each such result by
 a token (17 bytes: b"K", its process id, a counter; never equal to a digest),
 and the parent's module holds it as a :class:`KeptBytes`: the next wave sends
@@ -80,7 +82,8 @@ CrewOpener = Callable[[str, int], AbstractContextManager[FetchingCrew]]
 class KeptBytes(msgspec.Struct, weakref=True):
     """The bytes of one kept result: a module slot's buffer, fetched (with every other kept result) when first
     sliced. Until then ``data`` is None; after, ``data``, ``location`` (where the worker stored them) and
-    ``digest`` are those of the bytes. (A struct: a wave makes thousands, each in C.)"""
+    ``digest`` are those of the bytes (``location`` None for bytes made again here, in no store). (A struct: a
+    wave makes thousands, each in C.)"""
 
     keeper: Any  # the Keeper
     token: bytes

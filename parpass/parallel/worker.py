@@ -101,14 +101,15 @@ def _new_token() -> bytes:
     return b"K" + os.getpid().to_bytes(8, "little") + next(_tokens).to_bytes(8, "little")
 
 
+#: The length of a token: b"K", a process id and a counter of 8 bytes each.
+_TOKEN_SIZE = 17
+
+
 def token_pid(token: bytes) -> int | None:
     """The process id of the worker that keeps (or kept) the result ``token`` names; None for a digest."""
     if len(token) != _TOKEN_SIZE or token[:1] != b"K":
         return None
     return int.from_bytes(token[1:9], "little")
-
-
-_TOKEN_SIZE = 17
 
 
 class FunctionNotSent(BaseException):
@@ -695,15 +696,15 @@ def _results(
         made = _result(wave, func, index, changed_by[k], out, new_head)
         if made is None:
             continue
-        data, digest = made
+        data, digest, head = made
         if data:
             stored.append(len(out.indices))
             blobs.append(data)
         if not header.digests[index] and index not in wave.probes:  # the parent's bytes, digested here
             out.learned.append(index)
             out.learned_digests.append(wave.digest(index))
-        if new_head:
-            _note_head(out, distinct, func)
+        if head is not None:
+            _note_head(out, distinct, func, head)
             if out.heads_keep_targets and (
                 type(func) is not type(original)
                 or bool(func.attrs.get(SKIP_OPTIMIZATION, False)) != bool(original.attrs.get(SKIP_OPTIMIZATION, False))
@@ -720,27 +721,28 @@ def _results(
 
 def _result(
     wave: _Wave, func: BaseFunc, index: int, stage: int, out: ChunkDone, new_head: bool
-) -> tuple[bytes, bytes] | None:
-    """The bytes and digest of ``func``, the chain's result for function ``index`` (resident here from now);
-    for a wave that keeps its results, no bytes and a token naming it here (see ChunkDone.kept); None for a
-    value the IR cannot hold (an error of pass ``stage``, in ``out``). ``new_head``: its attributes (or class)
-    changed, and travel in the answer: kept, they are encoded alone here (the rest waits for a fetch)."""
+) -> tuple[bytes, bytes, bytes | None] | None:
+    """The bytes and digest of ``func``, the chain's result for function ``index`` (resident here from now),
+    and, where its class or attributes changed (``new_head``), its encoded attributes, which the answer
+    carries (see _note_head); for a wave that keeps its results, no bytes and a token naming it here (see
+    ChunkDone.kept: only the attributes are encoded now, the rest at a fetch); None for a value the IR cannot
+    hold (an error of pass ``stage``, in ``out``)."""
     try:
         if wave.file.header.keep:
-            if new_head:
-                _attrs_key(func.attrs)
+            head = _attrs_key(func.attrs) if new_head else None
             token = _new_token()
             _kept[token] = func
             out.kept.append(len(out.indices))
-            return b"", token
+            return b"", token, head
         data = encode_function(func)
+        head = _attrs_key(func.attrs) if new_head else None  # (they encoded with it)
     except Exception as err:  # a value the IR cannot hold: an error of the pass that returned it
         attach_pass_note(err, wave.passes[stage].info.name, wave.file.header.names[index])
         out.errors.append(_task_error(stage, index, err))
         return None
     digest = digest_of(data)
     wave.cache.put(digest, func, len(data))
-    return data, digest
+    return data, digest, head
 
 
 def _drop_values(passes: Sequence[FunctionLevelPass]) -> None:
@@ -759,11 +761,11 @@ def _send_values(wave: _Wave, stage: int, p: FunctionLevelPass, out: ChunkDone) 
             out.values.append(data)
 
 
-def _note_head(out: ChunkDone, distinct: dict[tuple[bool, bytes], int], func: BaseFunc) -> None:
-    """List the new head of ``func`` (the next result of ``out``): its place in ``out.heads``, which lists it
-    the first time ``distinct`` (by kind and encoded attributes) meets it."""
+def _note_head(out: ChunkDone, distinct: dict[tuple[bool, bytes], int], func: BaseFunc, attrs: bytes) -> None:
+    """List the new head of ``func`` (the next result of ``out``; ``attrs``: its attributes encoded): its place
+    in ``out.heads``, which lists it the first time ``distinct`` (by kind and encoded attributes) meets it."""
     prim = isinstance(func, PrimFunc)  # what decoding the bytes gives
-    key = (prim, _attrs_key(func.attrs))
+    key = (prim, attrs)
     at = distinct.setdefault(key, len(distinct))
     if at == len(out.heads):
         out.heads.append((prim, dict(func.attrs)))

@@ -19,6 +19,7 @@ from parpass.errors import WorkerCrashedError
 from parpass.ir import IRModule, relax
 from parpass.parallel import default_executor, get_backend
 from parpass.parallel.schedule import Dispatcher
+from parpass.parallel.wave import KEPT
 from parpass.passes import CanonicalizeBindings, EliminateCommonSubexpr, FoldConstant, InferType, RemoveNoOp, Simplify
 from parpass.testing import random_module
 from parpass.transform import PassContext, Sequential, function_pass
@@ -284,6 +285,21 @@ def test_a_pinned_function_is_never_stolen() -> None:
     assert sorted(handed) == targets
     alone = Dispatcher(targets, sizes, [0, 0, 0, 0], 2, pinned=[True] * 4)
     assert alone.next_chunk(1) == []  # nothing it may take
+
+
+def test_a_wave_s_columns_mark_kept_only_the_results_a_worker_keeps() -> None:
+    """Placing a wave: functions no store holds are kept only where the keeper says so; one merely not placed
+    yet is not marked kept (else its chunk would count for nothing), and the columns are then left to the
+    placing of the functions that lack a place."""
+    from parpass.parallel.executor import _kept_columns
+    from parpass.parallel.store import pack_locations
+
+    live = ["/tmp/parpass-test-store"]
+    assert _kept_columns([None, None, None], [0, 1, 2], live) == ([KEPT] * 3, [0] * 3, [0] * 3)
+    assert _kept_columns([None, None, None], [1], live) is None
+    placed = pack_locations(live[0], [0, 10], [10, 5])
+    assert _kept_columns([placed[0], None, placed[1]], [1], live) == ([0, KEPT, 0], [0, 0, 10], [10, 0, 5])
+    assert _kept_columns([None, placed[0], None], [0], live) is None  # the last has no place yet
 
 
 def test_the_pipeline_s_end_runs_what_was_registered_once_and_only_inside_one() -> None:
