@@ -52,6 +52,17 @@ first one that won there, each ~30 ms slower than in-process. The wave that
 starts such a run of bytes is charged for it too: the decoding of the
 functions it changes, weighted by how often, lately, bytes a wave left here
 ended up decoded here (rather than taken up by workers that win).
+
+The same choice comes the other way. After a pass ran here (a module pass,
+or a function pass that gains little in workers), every function it changed
+is held only decoded, and a chain that would win in workers must first have
+it encoded here and decoded there; if that outweighs its gain it runs here,
+its results are held decoded too, and the next chain faces the same choice:
+one in-process decision kept every later Function pass of the default
+pipeline here (InferType here, then the four passes after it). Running here is then the rent and encoding the purchase: the
+model ships (pays the encoding) once what running here has forgone so far,
+this wave's gain included, reaches that encoding; the account closes
+whenever held functions are shipped.
 """
 
 from __future__ import annotations
@@ -173,6 +184,8 @@ class CostModel:
         self._latencies: list[float] = []
         #: seconds lost so far by shipping chains that lose in workers, to postpone decoding their input here
         self._postponed = 0.0
+        #: seconds forgone so far by running here chains that would win in workers but for encoding their input
+        self._forgone = 0.0
         #: how often, lately, functions a wave left as bytes were decoded here after (0: workers took them up)
         self._decoded_later = 0.0
         #: per chain: the share of its targets a parallel wave of it changed
@@ -366,8 +379,12 @@ class CostModel:
         parallel = measured
         if parallel is None:
             parallel = self.overhead + self.ship_rate * nbytes + worker_rate * nbytes / speed
-        parallel += (self.encode_rate + self.decode_rate / speed) * unencoded
-        return inline_rate * nbytes + self.decode_rate * encoded, parallel
+        return inline_rate * nbytes + self.decode_rate * encoded, parallel + self._shipping_held(unencoded, speed)
+
+    def _shipping_held(self, unencoded: int, speed: float) -> float:
+        """Seconds to ship ``unencoded`` bytes of functions held only decoded here: encoded here, decoded there
+        by workers doing ``speed`` cores' worth of work."""
+        return (self.encode_rate + self.decode_rate / speed) * unencoded
 
     def should_parallelize(
         self, chain: Sequence[str], nbytes: int, workers: int, inline_below: float, encoded: int = 0, unencoded: int = 0
@@ -394,11 +411,18 @@ class CostModel:
             return self._decodes_here(encoded)
         measured = measured_time is not None
         margin = _WIN_MARGIN if measured else 1.0
-        if margin * parallel + self._left_as_bytes(key, nbytes - encoded) < inline:
+        left = self._left_as_bytes(key, nbytes - encoded)
+        if margin * parallel + left < inline:
             with self._lock:
                 self._kept_inline.pop(key, None)
+                if unencoded:  # what was held decoded here goes as bytes: the encoding account closes
+                    self._forgone = 0.0
             decoding = self.decode_rate * encoded
             return self._postpones(parallel - (inline - decoding), decoding)
+        if unencoded:
+            encoding = self._shipping_held(unencoded, self.speed(workers, others))
+            if self._buys_encoding(inline - (parallel - encoding) - left, encoding):
+                return True
         return (measured and self._retry(key, inline, parallel)) or self._decodes_here(encoded)
 
     def _left_as_bytes(self, key: tuple[str, ...], decoded: int) -> float:
@@ -424,6 +448,18 @@ class CostModel:
                 return False
             self._postponed += loss
             return True
+
+    def _buys_encoding(self, gain: float, encoding: float) -> bool:
+        """Whether to ship a chain that would win ``gain`` seconds in workers on its own but for ``encoding``
+        its input, held decoded here, first (see the module docstring: the same rent or buy, the other way)."""
+        if gain <= 0:
+            return False
+        with self._lock:
+            if self._forgone + gain >= encoding:
+                self._forgone = 0.0
+                return True
+            self._forgone += gain
+            return False
 
     def _decodes_here(self, encoded: int) -> bool:
         """False (the chain runs here); with ``encoded`` bytes to decode first, the postponing account closes."""

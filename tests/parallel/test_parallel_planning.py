@@ -584,6 +584,35 @@ def test_shipping_only_to_postpone_decoding_stops_once_postponing_has_lost_what_
     assert not model.should_parallelize(["Unroll"], 3_000_000, 2, -1.0)
 
 
+def test_chains_kept_here_only_by_encoding_their_input_ship_once_what_they_forgo_reaches_that_encoding() -> None:
+    """Rent or buy the other way: after a pass ran here, a chain that would win in workers but for encoding its
+    input (held decoded) first runs here, until what running here has forgone reaches that encoding; then it
+    ships, and the account starts again."""
+    model = CostModel()
+    held = 3_000_000
+    encoding = (model.encode_rate + model.decode_rate / 2) * held  # encoded here, decoded by 2 workers: ~33 ms
+    for chain in ("Small", "Big", "Loses", "Wins"):
+        model.record_inline([chain], 0.100, held)
+    model.record_parallel(["Small"], 0.090, held, 2)  # 10 ms faster in workers on its own
+    model.record_parallel(["Big"], 0.070, held, 2)  # 30 ms faster
+    model.record_parallel(["Loses"], 0.250, held, 2)  # slower in workers by more than a retry's margin
+    model.record_parallel(["Wins"], 0.020, held, 2)  # faster by far more than the encoding
+    assert 0.025 < encoding < 0.045
+    inline, parallel = model.estimates(["Big"], held, 2, unencoded=held)
+    assert parallel > inline  # each loses once its input's encoding is counted
+    decisions = [model.should_parallelize(["Small"], held, 2, -1.0, unencoded=held) for _ in range(5)]
+    assert decisions == [False, False, False, True, False]  # 4 * 10 ms forgone >= ~33 ms: shipped at the 4th
+    assert model.should_parallelize(["Big"], held, 2, -1.0, unencoded=held)  # 10 + 30 ms forgone: ship
+    # a chain that loses in workers on its own forgoes nothing, however long it runs here
+    assert not any(model.should_parallelize(["Loses"], held, 2, -1.0, unencoded=held) for _ in range(10))
+    assert not model.should_parallelize(["Big"], held, 2, -1.0, unencoded=held)  # 30 ms: not yet
+    # one that wins even with the encoding ships, and the account closes with it
+    assert model.should_parallelize(["Wins"], held, 2, -1.0, unencoded=held)
+    assert not model.should_parallelize(["Big"], held, 2, -1.0, unencoded=held)  # 30 ms again, not 60: not yet
+    # on input held as bytes nothing is forgone: a chain that wins by the margin a measured time needs ships
+    assert model.should_parallelize(["Big"], held, 2, -1.0)
+
+
 def test_a_wave_that_leaves_bytes_is_charged_their_decoding_as_often_as_bytes_ended_up_decoded_here() -> None:
     """A chain that wins in workers by less than the decoding of what it changes stays here once the bytes
     waves left lately ended up decoded here; it ships again once workers take such bytes up."""
