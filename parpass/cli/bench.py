@@ -35,7 +35,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from parpass.cli.bench_ceiling import Ceiling, machine_headroom
-from parpass.cli.bench_report import check_plot, plot, render_amdahl, render_machine, render_table, summarize
+from parpass.cli.bench_report import (
+    check_plot,
+    plot,
+    render_amdahl,
+    render_cpu,
+    render_machine,
+    render_table,
+    summarize,
+)
 from parpass.cli.bench_runs import Bench, Run, count_kinds, leaf_kinds, progress_units
 from parpass.cli.common import (
     EXIT_FAILED,
@@ -371,6 +379,9 @@ def _report(summary: dict[str, Any], runs: list[Run], plan: _Plan) -> str:
     projection = render_amdahl(summary)
     if projection:
         lines.append(projection)
+    cpu = render_cpu(summary, plan.counts)
+    if cpu:
+        lines.append(cpu)
     lines.append(render_machine(summary, plan.counts, plan.cores))
     lines.append(f"efficiency = speedup / min(workers, usable cores = {plan.cores})")
     if all(r.identical for r in runs):
@@ -409,6 +420,9 @@ def _run_figures(r: Run) -> dict[str, Any]:
         "wall": r.wall,
         "timed_wall": r.timed_wall,
         "fused_wall": r.fused_wall,
+        "cpu": r.cpu,
+        "timed_cpu": r.timed_cpu,
+        "fused_cpu": r.fused_cpu,
         "identical": r.identical,
         "passes": [{"path": list(k), "seconds": s} for k, s in r.rows.items()],
         "timed_passes": [{"path": list(k), "wall": w, "cpu": c} for k, (w, c) in r.timed_rows.items()],

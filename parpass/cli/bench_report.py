@@ -18,6 +18,7 @@ __all__ = [
     "check_plot",
     "plot",
     "render_amdahl",
+    "render_cpu",
     "render_machine",
     "render_table",
     "serial_and_parallel",
@@ -103,7 +104,59 @@ def summarize(
         "total_fused": _total(runs, configs, cores, "fused_wall"),
         "parent_overhead_per_function": overhead,
         "amdahl": amdahl(runs, configs),
+        "cpu": cpu_bounds(runs, configs, cores),
     }
+
+
+#: Each total's wall and CPU attributes on a :class:`Run`.
+_WAYS = (
+    ("total", "wall", "cpu"),
+    ("total_timed", "timed_wall", "timed_cpu"),
+    ("total_fused", "fused_wall", "fused_cpu"),
+)
+
+
+def cpu_bounds(runs: Sequence[Run], configs: Sequence[int], cores: int) -> dict[str, Any]:
+    """Per total and worker count: the runs' CPU seconds (medians; see :func:`~parpass.cli.bench_runs.run_cpu`)
+    and the most speedup they allow, the in-process wall time over that CPU spread on ``min(workers, cores)``
+    cores: however well the parent's work and the workers' overlap, a run cannot take less than that."""
+    out: dict[str, Any] = {}
+    for key, wall_attr, cpu_attr in _WAYS:
+        t1 = _median([getattr(r, wall_attr) for r in runs if r.workers == 1])
+        seconds = {c: _median([getattr(r, cpu_attr) for r in runs if r.workers == c]) for c in configs}
+        out[key] = {
+            "seconds": {str(c): seconds[c] for c in configs},
+            "bound": {
+                str(c): t1 / (seconds[c] / min(c, cores)) if seconds[c] > 0 and cores > 0 else None
+                for c in configs
+                if c != 1
+            },
+        }
+    return out
+
+
+def render_cpu(summary: dict[str, Any], counts: Sequence[int]) -> str:
+    """Per parallel worker count: each total's CPU time against in-process, and the speedup it allows."""
+    cpu = summary.get("cpu")
+    if not cpu:
+        return ""
+    lines = []
+    for c in [str(c) for c in counts if c != 1]:
+        parts = []
+        for key, label in _TOTALS:
+            bound = cpu[key]["bound"].get(c)
+            if bound is None:
+                continue
+            seconds = cpu[key]["seconds"]
+            parts.append(
+                f"{label} {_fmt_time(seconds[c])} against {_fmt_time(seconds['1'])} in-process, at most {bound:.2f}x"
+            )
+        if parts:
+            lines.append(
+                f"CPU of the runs ({c} workers: this process and the workers' chunks) and the speedup it allows on "
+                f"that many usable cores, however the work overlaps: {'; '.join(parts)}"
+            )
+    return "\n".join(lines)
 
 
 def serial_and_parallel(run: Run) -> tuple[float, float]:

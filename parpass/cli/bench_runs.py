@@ -15,7 +15,7 @@ import gc
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from parpass.cli.common import make_context
 from parpass.cli.progress import ProgressBar
@@ -31,6 +31,7 @@ __all__ = [
     "count_kinds",
     "leaf_kinds",
     "progress_units",
+    "run_cpu",
     "sequence_names",
     "timing_nodes",
     "timing_rows",
@@ -60,6 +61,28 @@ class Run:
     timed_rows: dict[tuple[str, ...], tuple[float, float]] = field(default_factory=dict)
     #: the pass statistics counted in the pass-by-pass run
     statistics: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: CPU seconds of each way (pass by pass, fused with the timing instrument, fused): this process's, all
+    #: its threads, and the workers' over their chunks (see :func:`run_cpu`)
+    cpu: float = 0.0
+    timed_cpu: float = 0.0
+    fused_cpu: float = 0.0
+
+
+def run_cpu(process_cpu: float, waves: Sequence[dict[str, Any]]) -> float:
+    """What a run cost the machine's cores: ``process_cpu`` (this process's CPU seconds over the run) and the
+    workers' CPU seconds over the chunks of its parallel ``waves``. Not counted: a worker opening a wave
+    (decoding its header, ~1-2 ms a wave) and a worker's idle collections."""
+    return process_cpu + float(sum(w.get("worker_cpu_seconds", 0.0) for w in waves if w["parallel"]))
+
+
+class _Timed(NamedTuple):
+    """One timed run of the pipeline (see :meth:`Bench._timed`)."""
+
+    wall: float
+    waves: list[dict[str, Any]]
+    same: bool
+    statistics: dict[str, dict[str, int]]
+    cpu: float
 
 
 def timing_rows(roots: Sequence[PassTiming], seq_names: set[str]) -> list[tuple[tuple[str, ...], int, float]]:
@@ -155,10 +178,10 @@ class Bench:
 
     def _timed(
         self, way: int, workers: int, instruments: list[PassInstrument], fuse: bool = True, count: bool = False
-    ) -> tuple[float, list[dict[str, Any]], bool, dict[str, dict[str, int]]]:
+    ) -> _Timed:
         """Wall time, executor waves, whether the output is byte-identical to the first run's on the same
-        module (and, with ``count``, the pass statistics equal to the first counted run's), and the statistics
-        counted; on the module of ``way`` (see :meth:`renew`)."""
+        module (and, with ``count``, the pass statistics equal to the first counted run's), the statistics
+        counted, and the CPU time (see :func:`run_cpu`); on the module of ``way`` (see :meth:`renew`)."""
         from parpass.ir.serialization import from_bytes, to_bytes
         from parpass.parallel import default_executor as executor
 
@@ -168,10 +191,10 @@ class Bench:
         ctx = self.context(workers, instruments, **{FUSE_PASSES: fuse, PASS_STATISTICS: count})
         marker = executor.history[-1] if executor.history else None
         gc.collect()  # no run pays for garbage another left (the collector's cadence charged alternate runs)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         with ctx:
             out = self.pipeline(mod)
-        wall = time.perf_counter() - start
+        wall, process_cpu = time.perf_counter() - start, time.process_time() - cpu_start
         waves = [_wave_dict(w) for w in _new_waves(marker)]
         data = to_bytes(out)
         same = data == self.references.setdefault(id(source), data)
@@ -180,14 +203,14 @@ class Bench:
             if self.reference_statistics is None:
                 self.reference_statistics = statistics
             same = same and statistics == self.reference_statistics
-        return wall, waves, same, statistics
+        return _Timed(wall, waves, same, statistics, run_cpu(process_cpu, waves))
 
     def run(self, workers: int, progress: PassInstrument | None, bar: ProgressBar | None = None) -> Run:
         """The pipeline pass by pass under a timing instrument (fusion off), fused under a timing instrument,
         then fused without instruments."""
         timing = PassTimingInstrument()
         instruments: list[PassInstrument] = [timing] if progress is None else [timing, progress]
-        wall, waves, same, statistics = self._timed(0, workers, instruments, fuse=False, count=True)
+        by_pass = self._timed(0, workers, instruments, fuse=False, count=True)
         table = timing_rows(timing.timings, self.seq_names)
         rows = {key: seconds for key, _, seconds in table}
         depths = {key: depth for key, depth, _ in table}
@@ -195,25 +218,27 @@ class Bench:
         if bar is not None:
             bar.set_label(f"{where}: the pipeline fused, with the timing instrument")
         timed = PassTimingInstrument()
-        timed_wall, timed_waves, timed_same, _ = self._timed(1, workers, [timed])
+        fused_timed = self._timed(1, workers, [timed])
         timed_rows = {key: (node.wall, node.cpu) for key, _, node in timing_nodes(timed.timings, self.seq_names)}
         if bar is not None:
             bar.set_label(f"{where}: the pipeline without instruments")
-        fused_wall, fused_waves, fused_same, _ = self._timed(2, workers, [])
-        identical = same and timed_same and fused_same
+        fused = self._timed(2, workers, [])
         return Run(
             workers,
-            wall,
+            by_pass.wall,
             rows,
             depths,
-            waves,
-            fused_wall,
-            fused_waves,
-            identical,
-            timed_wall,
-            timed_waves,
+            by_pass.waves,
+            fused.wall,
+            fused.waves,
+            by_pass.same and fused_timed.same and fused.same,
+            fused_timed.wall,
+            fused_timed.waves,
             timed_rows,
-            statistics,
+            by_pass.statistics,
+            by_pass.cpu,
+            fused_timed.cpu,
+            fused.cpu,
         )
 
 

@@ -59,10 +59,11 @@ is held only decoded, and a chain that would win in workers must first have
 it encoded here and decoded there; if that outweighs its gain it runs here,
 its results are held decoded too, and the next chain faces the same choice:
 one in-process decision kept every later Function pass of the default
-pipeline here (InferType here, then the four passes after it). Running here is then the rent and encoding the purchase: the
-model ships (pays the encoding) once what running here has forgone so far,
-this wave's gain included, reaches that encoding; the account closes
-whenever held functions are shipped.
+pipeline here (InferType here, then the four passes after it). Running here
+is then the rent and encoding the purchase: the model ships (pays the
+encoding) once what running here has forgone so far, this wave's gain
+included, reaches that encoding; the account closes whenever held functions
+are shipped.
 """
 
 from __future__ import annotations

@@ -153,6 +153,9 @@ class WaveStats(msgspec.Struct):
     #: of that work, the results: encoding the functions the chain changed, digesting, storing and keeping
     #: them resident, summed over the workers
     result_seconds: float = 0.0
+    #: in a parallel wave, the workers' CPU time over their chunks, summed over them (``worker_seconds`` less
+    #: their waits): with ``parent_seconds``, what the wave cost the machine's cores
+    worker_cpu_seconds: float = 0.0
 
 
 def _others_running() -> int:
@@ -810,6 +813,7 @@ class ParallelExecutor:
                 stolen=run.stolen,
                 pass_seconds=sum(sum(r.stage_wall) for r in results),
                 result_seconds=sum(r.result_seconds for r in results),
+                worker_cpu_seconds=sum(r.cpu_seconds for r in results),
             )
             self._remember(stats)
         return out

@@ -593,7 +593,7 @@ def serve_chunk(state: Seat, message: RunChunk) -> ChunkDone | WorkerFailure:
 def run_chunk(wave: _Wave, indices: Sequence[int], progress: Progress, slot: int, store: ResultSink) -> ChunkDone:
     """Apply the wave's chain of passes to the functions ``indices``; their new bytes go to ``store``."""
     global _froze
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     gc_was_enabled = gc.isenabled()
     gc.disable()  # setting up and decoding build many small objects: collecting costs several times the work
     out = ChunkDone(wave.file.path)
@@ -659,6 +659,7 @@ def run_chunk(wave: _Wave, indices: Sequence[int], progress: Progress, slot: int
         if gc_was_enabled:
             gc.enable()
     out.seconds = time.perf_counter() - start
+    out.cpu_seconds = time.process_time() - cpu_start
     out.recomputed = wave.recomputed
     out.hits, out.misses = wave.hits, wave.misses
     return out

@@ -576,6 +576,19 @@ def test_bench_tiny_with_json(tmp_path: Path) -> None:
     assert f"machine headroom (a pure-Python loop on {workers} processes vs 1): " in out
     assert f"ceiling of this pipeline on {workers} processes (" in out and f"): {ceiling['median']:.2f}x\n" in out
     assert f"speedup as a share of that ceiling ({workers} workers): pass by pass " in out
+    # what each way cost the cores: this process's CPU and the workers' over their chunks
+    for run in figures["runs"]:
+        assert run["cpu"] > 0 and run["timed_cpu"] > 0 and run["fused_cpu"] > 0
+        for wave in run["waves"]:
+            if wave["parallel"]:
+                assert 0 < wave["worker_cpu_seconds"] <= wave["worker_seconds"] + 0.05
+            else:
+                assert wave["worker_cpu_seconds"] == 0.0
+    bound = figures["summary"]["cpu"]["total"]["bound"][str(workers)]
+    assert bound > 0
+    assert f"CPU of the runs ({workers} workers: this process and the workers' chunks) " in out
+    assert f"pass by pass {figures['summary']['cpu']['total']['seconds'][str(workers)] * 1e3:,.1f} ms against " in out
+    assert f"at most {bound:.2f}x;" in out
 
 
 def test_bench_interleaves_its_runs_and_can_skip_the_ceiling(tmp_path: Path) -> None:
@@ -740,6 +753,34 @@ def test_bench_plot(tmp_path: Path, run_main) -> None:  # type: ignore[no-untype
     )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_cpu_bound_is_the_in_process_time_over_the_cpu_spread_on_the_usable_cores() -> None:
+    from parpass.cli.bench_report import render_cpu, summarize
+    from parpass.cli.bench_runs import Run, leaf_kinds, run_cpu
+
+    waves = [
+        {"passes": ["InferType"], "parallel": True, "worker_cpu_seconds": 0.5},
+        {"passes": ["FoldConstant"], "parallel": False, "worker_cpu_seconds": 0.0},
+        {"passes": ["Simplify"], "parallel": True},  # saved before the figure was measured: none
+    ]
+    assert run_cpu(0.25, waves) == 0.75
+
+    def run(workers: int, wall: float, cpu: float) -> Run:
+        return Run(workers, wall, {}, {}, [], wall / 2, [], True, wall, [], {}, {}, cpu, cpu * 0.9, cpu * 0.8)
+
+    runs = [run(1, 2.0, 2.0), run(1, 2.2, 2.2), run(1, 3.0, 3.0), run(4, 1.0, 2.5), run(4, 1.2, 2.4), run(4, 9.0, 3.0)]
+    summary = summarize(runs, [4], 2, set(), leaf_kinds(parse_pipeline("InferType")))
+    cpu = summary["cpu"]
+    assert cpu["total"]["seconds"] == {"1": 2.2, "4": 2.5}  # medians
+    assert cpu["total"]["bound"] == {"4": pytest.approx(2.2 / (2.5 / 2))}  # 4 workers on 2 usable cores
+    assert cpu["total_fused"]["bound"] == {"4": pytest.approx(1.1 / (2.0 / 2))}
+    text = render_cpu(summary, [1, 4])
+    assert text.startswith("CPU of the runs (4 workers: this process and the workers' chunks) ")
+    assert "pass by pass 2,500.0 ms against 2,200.0 ms in-process, at most 1.76x;" in text
+    assert "fused 2,000.0 ms against 1,760.0 ms in-process, at most 1.10x" in text
+    wide = summarize(runs, [4], 8, set(), leaf_kinds(parse_pipeline("InferType")))  # 8 cores: the 4 workers' own
+    assert wide["cpu"]["total"]["bound"] == {"4": pytest.approx(2.2 / (2.5 / 4))}
 
 
 def test_bench_figures_are_medians_speedups_and_efficiencies() -> None:
