@@ -101,7 +101,7 @@ class ChunkDone(msgspec.Struct, tag="done", array_like=True):
     errors: list[TaskError] = []
     seconds: float = 0.0
     #: the worker process's CPU seconds over the chunk (its wall ``seconds`` less its waits for a CPU, or for
-    #: anything else): what the chunk cost the machine
+    #: anything else; on a Dask worker its other threads' too): what the chunk cost the machine
     cpu_seconds: float = 0.0
     #: per stage of a fused chain: functions its module view had to compute by running earlier passes
     recomputed: list[int] = []
