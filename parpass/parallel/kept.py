@@ -7,8 +7,8 @@ instead of encoding, digesting and storing it for the parent (that work is
 10-15% of the workers' time in a pass-by-pass run; net of what keeping costs
 the parent, a gain within this machine's noise so far: see the README). A
 chain whose results were fetched before any wave took them (the pipeline's
-end included) stops keeping (:attr:`Keeper.fetched_early`); a wave that keeps
-nothing sends the kept inputs it left unchanged with its results.
+end included) stops keeping for a while (:attr:`Keeper.fetched_early`); a wave
+that keeps nothing sends the kept inputs it left unchanged with its results.
 The worker names each such result by
 a token (17 bytes: b"K", its process id, a counter; never equal to a digest),
 and the parent's module holds it as a :class:`KeptBytes`: the next wave sends
@@ -57,7 +57,11 @@ from parpass.parallel.store import Location, StoreReader, store_number
 from parpass.parallel.worker import token_pid
 from parpass.transform.passes import NOTE_PREFIX
 
-__all__ = ["Keeper", "KeptBytes", "token_pid"]
+__all__ = ["RETRY_KEEPING_AFTER", "Keeper", "KeptBytes", "token_pid"]
+
+#: Waves of a chain that keep nothing after its kept results were fetched before any wave took them; the next
+#: one keeps again. A chain that never gains by keeping pays one round trip in this many waves of it.
+RETRY_KEEPING_AFTER = 8
 
 log = logging.getLogger("parpass.parallel")
 
@@ -117,8 +121,9 @@ class Keeper:
         self._gone: dict[tuple[str, int], list[bytes]] = {}
         #: chains whose kept results were fetched before any wave took them (by a wave whose passes read other
         #: functions, this process reading them, or the pipeline's end): keeping theirs only turned their
-        #: encoding in the wave into a round trip of its own (see keeps)
-        self.fetched_early: set[str] = set()
+        #: encoding in the wave into a round trip of its own. Each maps to the waves of it that keep nothing
+        #: before one tries again (see keeps)
+        self.fetched_early: dict[str, int] = {}
         self._taken: set[bytes] = set()  # kept results a wave has had as its input (see took)
         #: what made each kept result not fetched yet, and each one let go since the last fetch that left none
         #: unfetched (a later result may be made from it): its wave's lineage and its position there
@@ -133,8 +138,20 @@ class Keeper:
             self._taken.update(tokens)
 
     def keeps(self, pass_name: str) -> bool:
-        """Whether the results of chain ``pass_name`` are worth keeping: none of its were fetched untaken."""
-        return pass_name not in self.fetched_early
+        """Whether a wave of chain ``pass_name`` keeps its results: not while its last kept ones were fetched
+        untaken, for :data:`RETRY_KEEPING_AFTER` of its waves. Then it tries again: what fetched them early may
+        have been one run's (a wave after it decided in-process on a noisy spell, say), and learning it for
+        good had a pass-by-pass `parpass bench` keep nothing in some processes and ~7,600 results a run in
+        others."""
+        with self._lock:
+            waves = self.fetched_early.get(pass_name)
+            if waves is None:
+                return True
+            if waves > 1:
+                self.fetched_early[pass_name] = waves - 1
+            else:
+                del self.fetched_early[pass_name]
+            return False
 
     def keep(
         self,
@@ -226,7 +243,7 @@ class Keeper:
                 self._gone.setdefault(where, []).extend(gone)
         alive = cast("list[KeptBytes]", list(filter(None, held)))
         untaken = map(operator.not_, map(self._taken.__contains__, (kept.token for kept in alive)))
-        self.fetched_early.update(kept.pass_name for kept in itertools.compress(alive, untaken))
+        self.fetched_early.update((kept.pass_name, RETRY_KEEPING_AFTER) for kept in itertools.compress(alive, untaken))
         by_crew: dict[tuple[str, int], dict[int, list[KeptBytes]]] = {}
         for _, group in itertools.groupby(alive, key=_worker_of):
             results = list(group)

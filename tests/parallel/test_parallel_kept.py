@@ -262,7 +262,7 @@ def test_a_chain_whose_results_a_reading_wave_fetches_stops_keeping(backend: str
     fetched: keeping them only added a round trip, and a second run does not keep them."""
     mod = _module(seed=9)
     pipe = Sequential([CanonicalizeBindings(), EliminateCommonSubexpr(), InferType(), RemoveNoOp()])
-    default_executor.keeper.fetched_early.discard("EliminateCommonSubexpr")
+    default_executor.keeper.fetched_early.pop("EliminateCommonSubexpr", None)
     config = {"parpass.num_workers": 2, "parpass.parallel": "always", "parpass.fuse_passes": False, **KEEP}
     with PassContext(config=config):
         first = pipe(mod)
@@ -271,6 +271,36 @@ def test_a_chain_whose_results_a_reading_wave_fetches_stops_keeping(backend: str
     assert module_bytes(first) == module_bytes(second)
     if backend == "loky":
         assert "'EliminateCommonSubexpr'" in learned and "'CanonicalizeBindings'" not in learned
+
+
+@pytest.mark.loky_only
+def test_a_chain_that_stopped_keeping_tries_again_after_a_while() -> None:
+    """What fetched a chain's results early may have been one run's: after RETRY_KEEPING_AFTER of its waves
+    that keep nothing, the next one keeps again (and, fetched early again, stops again)."""
+    from parpass.parallel.kept import RETRY_KEEPING_AFTER
+
+    mod = _module(seed=9)
+    pipe = Sequential([CanonicalizeBindings(), EliminateCommonSubexpr(), InferType(), RemoveNoOp()])
+    keeper = default_executor.keeper
+    config = {"parpass.num_workers": 2, "parpass.parallel": "always", "parpass.fuse_passes": False, **KEEP}
+    label = "'EliminateCommonSubexpr'"
+    outputs, left = [], []
+    with PassContext(config=config):
+        for _ in range(RETRY_KEEPING_AFTER + 2):
+            outputs.append(module_bytes(pipe(mod)))
+            left.append(keeper.fetched_early.get(label))
+    assert all(out == outputs[0] for out in outputs)
+    # learned on the first run; then one wave of it fewer to skip each run, until one keeps and learns again
+    assert left == [RETRY_KEEPING_AFTER, *range(RETRY_KEEPING_AFTER - 1, 0, -1), None, RETRY_KEEPING_AFTER][: len(left)]
+
+
+def test_keeping_again_counts_the_waves_that_keep_nothing() -> None:
+    from parpass.parallel.kept import RETRY_KEEPING_AFTER, Keeper
+
+    keeper = Keeper(lambda *args: None)
+    keeper.fetched_early["X"] = RETRY_KEEPING_AFTER
+    assert [keeper.keeps("X") for _ in range(RETRY_KEEPING_AFTER + 1)] == [False] * RETRY_KEEPING_AFTER + [True]
+    assert "X" not in keeper.fetched_early and keeper.keeps("Y")
 
 
 def test_a_pinned_function_is_never_stolen() -> None:
