@@ -140,9 +140,8 @@ class Keeper:
     def keeps(self, pass_name: str) -> bool:
         """Whether a wave of chain ``pass_name`` keeps its results: not while its last kept ones were fetched
         untaken, for :data:`RETRY_KEEPING_AFTER` of its waves. Then it tries again: what fetched them early may
-        have been one run's (a wave after it decided in-process on a noisy spell, say), and learning it for
-        good had a pass-by-pass `parpass bench` keep nothing in some processes and ~7,600 results a run in
-        others."""
+        have been one run's (a wave after it decided in-process on a noisy spell, say); learned for good, it
+        stopped the chain keeping for the rest of the process."""
         with self._lock:
             waves = self.fetched_early.get(pass_name)
             if waves is None:
