@@ -991,8 +991,8 @@ class ParallelExecutor:
         placed: tuple[list[int], list[int], list[int]],
         store_limit: int,
         probes: list[tuple[int, int, int, int]],
-        keep: bool = False,
-        digests: list[bytes | None] | None = None,
+        keep: bool,
+        digests: list[bytes | None],
     ) -> WaveHeader:
         """What a wave's workers read first (see :class:`~parpass.parallel.wave.WaveHeader`)."""
         return WaveHeader(
@@ -1003,7 +1003,7 @@ class ParallelExecutor:
             *placed,
             wave.attrs,
             wave.record,
-            wave.digests if digests is None else digests,
+            digests,
             wave.cache_bytes,
             store_limit,
             probes,
@@ -1144,7 +1144,7 @@ class ParallelExecutor:
         heads: list[_Head],
         probe: _Probe | None,
         wave: _WaveInput,
-        kept_as: _KeptAs | None = None,
+        kept_as: _KeptAs,
     ) -> IRModule:
         """The module after the wave: ``mod`` with what the probe and the workers changed, by module index.
 
@@ -1179,7 +1179,6 @@ class ParallelExecutor:
             digests += answer.digests
             locations += pack_locations(answer.store, answer.offsets, answer.lengths)
             if answer.kept:
-                assert kept_as is not None, "only a wave that said keep has results kept"
                 _note_kept(answer, first, all_names, kept_as, (buffers, sizes, locations))
             start = len(new_heads)
             new_heads += map(heads.__getitem__, answer.indices)
@@ -1587,12 +1586,11 @@ def _owners(crew: CrewLike, inputs: list[bytes | None], keeper: Keeper) -> tuple
     return owners, pinned
 
 
-class _Lacked(Exception):
+class _Lacked:
     """A chunk of the attempt needed a function another worker keeps (see parpass.parallel.kept): the attempt
     counts for nothing (``tokens``: what its other chunks kept, to let go), and runs again after a fetch."""
 
     def __init__(self, tokens: list[bytes]) -> None:
-        super().__init__("a chunk needed a function another worker keeps")
         self.tokens = tokens
 
     @classmethod
@@ -1692,7 +1690,7 @@ def _replay(emissions: list[Emission], ctx: PassContext) -> None:
 
 
 def _place(
-    crew: CrewLike, wave: _WaveInput, directory: str, store_limit: int, mod: IRModule, keeper: Keeper | None = None
+    crew: CrewLike, wave: _WaveInput, directory: str, store_limit: int, mod: IRModule, keeper: Keeper
 ) -> tuple[tuple[list[int], list[int], list[int]], list[tuple[int, int, int, int]], list[bytes | None]]:
     """Where the crew reads each function's bytes, as columns (store, offset, length), and each probe's
     result, ``(index, store, offset, length)``: bytes no live store holds go into the parent's own store
@@ -1709,7 +1707,7 @@ def _place(
     digests = wave.digests
     waiting: list[int] = []  # kept by a worker, not fetched
     forgotten: list[int] = []  # fetched, their bytes sliced out into their slots: digest unknown here
-    if keeper is not None and keeper.kept_total and _KEPT_LOCATION in locations:
+    if keeper.kept_total and _KEPT_LOCATION in locations:
         locations, digests = list(locations), list(digests)
         kept = list(itertools.compress(range(len(locations)), map(operator.eq, locations, repeat(_KEPT_LOCATION))))
         tokens = list(map(wave.digests.__getitem__, kept))

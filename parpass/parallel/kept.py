@@ -158,21 +158,20 @@ class Keeper:
         names: list[str],
         pass_name: str,
         where: tuple[str, int],
-        lineage: Lineage | None = None,
-        sources: list[FunctionSource] | None = None,
+        lineage: Lineage,
+        sources: list[FunctionSource],
     ) -> list[KeptBytes]:
         """New kept results (the buffers of their slots), one per token, of the functions ``names``; made by
         ``lineage``'s wave from ``sources`` (what the parent held of each function as the wave's input), so
-        that they can be made again if their worker dies (None: they cannot)."""
+        that they can be made again if their worker dies."""
         kept = list(map(KeptBytes, repeat(self), tokens, names, repeat(pass_name), repeat(where)))
         with self._lock:
             self.kept_total += len(kept)
             self._held.update(zip(tokens, map(weakref.ref, kept), strict=True))
             self._unfetched.update(tokens)
             self._where[where] = None
-            if lineage is not None and sources is not None:
-                first = lineage.add(names, list(map(_input_of, sources)))
-                self._lineage.update(zip(tokens, zip(repeat(lineage), itertools.count(first)), strict=False))
+            first = lineage.add(names, list(map(_input_of, sources)))
+            self._lineage.update(zip(tokens, zip(repeat(lineage), itertools.count(first)), strict=False))
         return kept
 
     def let_go(self, tokens: list[bytes], where: tuple[str, int]) -> None:
@@ -186,10 +185,6 @@ class Keeper:
     def unfetched_tokens(self) -> set[bytes]:
         """The tokens of kept results not fetched (read it, never change it)."""
         return self._unfetched
-
-    def unfetched(self, token: bytes | None) -> bool:
-        """Whether ``token`` names a kept result the parent has no bytes of."""
-        return token in self._unfetched
 
     def places(self, tokens: list[bytes | None]) -> list[tuple[Location | None, bytes] | None]:
         """For each token, where the result it names lies (None: in no store; its slot holds the bytes) and the

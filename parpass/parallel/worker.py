@@ -728,19 +728,19 @@ def _result(
     carries (see _note_head); for a wave that keeps its results, no bytes and a token naming it here (see
     ChunkDone.kept: only the attributes are encoded now, the rest at a fetch); None for a value the IR cannot
     hold (an error of pass ``stage``, in ``out``)."""
+    keep = wave.file.header.keep
     try:
-        if wave.file.header.keep:
-            head = _attrs_key(func.attrs) if new_head else None
-            token = _new_token()
-            _kept[token] = func
-            out.kept.append(len(out.indices))
-            return b"", token, head
-        data = encode_function(func)
-        head = _attrs_key(func.attrs) if new_head else None  # (they encoded with it)
+        data = b"" if keep else encode_function(func)
+        head = _attrs_key(func.attrs) if new_head else None
     except Exception as err:  # a value the IR cannot hold: an error of the pass that returned it
         attach_pass_note(err, wave.passes[stage].info.name, wave.file.header.names[index])
         out.errors.append(_task_error(stage, index, err))
         return None
+    if keep:
+        token = _new_token()
+        _kept[token] = func
+        out.kept.append(len(out.indices))
+        return data, token, head
     digest = digest_of(data)
     wave.cache.put(digest, func, len(data))
     return data, digest, head

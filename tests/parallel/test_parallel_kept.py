@@ -291,7 +291,7 @@ def test_a_chain_that_stopped_keeping_tries_again_after_a_while() -> None:
             left.append(keeper.fetched_early.get(label))
     assert all(out == outputs[0] for out in outputs)
     # learned on the first run; then one wave of it fewer to skip each run, until one keeps and learns again
-    assert left == [RETRY_KEEPING_AFTER, *range(RETRY_KEEPING_AFTER - 1, 0, -1), None, RETRY_KEEPING_AFTER][: len(left)]
+    assert left == [RETRY_KEEPING_AFTER, *range(RETRY_KEEPING_AFTER - 1, 0, -1), None, RETRY_KEEPING_AFTER]
 
 
 def test_keeping_again_counts_the_waves_that_keep_nothing() -> None:
